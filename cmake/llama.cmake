@@ -1,0 +1,64 @@
+# Provides the interface target `specd::llama`: libllama, ggml (CPU), llama-common, mtmd and
+# the cpp-httplib / nlohmann-json copies vendored in the same llama.cpp tree.
+#
+# Two ways in:
+#   -DSPECD_LLAMA_DIR=/path/to/llama.cpp   build a user's own checkout as a subproject.
+#   (default)                              the pinned tree, built once by scripts/llama.sh
+#                                          into a cache keyed by the pin; its static
+#                                          libraries are imported here.
+# Either way SPECD_LLAMA_MODELS names the tree's models/ folder (vocab-only GGUFs, templates)
+# for the test fixtures.
+
+set(SPECD_LLAMA_DIR "" CACHE PATH "Use this llama.cpp source tree instead of the pinned one")
+set(SPECD_LLAMA_PREFIX "" CACHE PATH "Prefix staged by scripts/llama.sh (found automatically)")
+
+find_package(Threads REQUIRED)
+add_library(specd_llama INTERFACE)
+add_library(specd::llama ALIAS specd_llama)
+
+if(SPECD_LLAMA_DIR)
+  set(LLAMA_BUILD_COMMON ON CACHE BOOL "" FORCE)
+  set(LLAMA_BUILD_MTMD ON CACHE BOOL "" FORCE)
+  foreach(opt LLAMA_BUILD_TESTS LLAMA_BUILD_TOOLS LLAMA_BUILD_EXAMPLES LLAMA_BUILD_SERVER
+              LLAMA_BUILD_APP LLAMA_OPENSSL BUILD_SHARED_LIBS)
+    set(${opt} OFF CACHE BOOL "" FORCE)
+  endforeach()
+  add_subdirectory(${SPECD_LLAMA_DIR} ${CMAKE_BINARY_DIR}/llama.cpp EXCLUDE_FROM_ALL)
+  target_link_libraries(specd_llama INTERFACE llama-common mtmd cpp-httplib llama ggml)
+  target_include_directories(specd_llama INTERFACE
+    ${SPECD_LLAMA_DIR}/tools/mtmd ${SPECD_LLAMA_DIR}/vendor)
+  set(SPECD_LLAMA_MODELS ${SPECD_LLAMA_DIR}/models)
+  return()
+endif()
+
+if(NOT SPECD_LLAMA_PREFIX)
+  message(STATUS "specd: preparing the pinned llama.cpp (cached after the first time)")
+  execute_process(
+    COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/llama.sh build
+    OUTPUT_VARIABLE _prefix OUTPUT_STRIP_TRAILING_WHITESPACE
+    RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "scripts/llama.sh failed (${_rc}); see its messages above")
+  endif()
+  set(SPECD_LLAMA_PREFIX ${_prefix} CACHE PATH "" FORCE)
+endif()
+
+set(_p ${SPECD_LLAMA_PREFIX})
+if(NOT EXISTS ${_p}/.specd-ok)
+  message(FATAL_ERROR "${_p} is not a complete llama.cpp prefix; run scripts/llama.sh build")
+endif()
+
+# Static archives in link order: dependants before dependencies.
+set(_libs llama-common llama-common-base mtmd cpp-httplib llama ggml ggml-cpu ggml-base vendor-hash)
+foreach(lib ${_libs})
+  add_library(specd_llama_${lib} STATIC IMPORTED)
+  set_target_properties(specd_llama_${lib} PROPERTIES IMPORTED_LOCATION ${_p}/lib/lib${lib}.a)
+endforeach()
+list(TRANSFORM _libs PREPEND specd_llama_)
+# The archives reference each other in both directions (ggml <-> ggml-cpu); a link group
+# resolves that without listing them twice.
+target_link_libraries(specd_llama INTERFACE
+  "$<LINK_GROUP:RESCAN,${_libs}>" Threads::Threads ${CMAKE_DL_LIBS})
+target_include_directories(specd_llama SYSTEM INTERFACE
+  ${_p}/include ${_p}/include/common ${_p}/include/mtmd ${_p}/vendor)
+set(SPECD_LLAMA_MODELS ${_p}/models)

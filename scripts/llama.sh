@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Fetches the pinned llama.cpp (from the npm package node-llama-cpp, integrity-checked),
+# and builds its libraries once into a cache keyed by the pin. Prints the install prefix.
+#
+# The cache lives outside the work tree so a fresh clone on the same machine reuses it:
+#   ${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}/llama-<commit>-<variant>
+# llama.cpp is always built in Release: sanitizer builds of specd instrument specd's own code
+# and link these libraries, which keeps them fast enough to test.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=llama.pin
+source "$here/llama.pin"
+
+cache_root="${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}"
+key="llama-${LLAMA_COMMIT}"
+src_dir="$cache_root/$key/src"
+build_dir="$cache_root/$key/build"
+prefix="$cache_root/$key/prefix"
+jobs="${SPECD_JOBS:-$(nproc)}"
+
+log() { echo "[llama.sh] $*" >&2; }
+
+fetch_source() {
+  if [ -f "$src_dir/.specd-ok" ]; then return; fi
+  local tmp
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' RETURN
+  log "fetching $NPM_PACKAGE with npm pack"
+  (cd "$tmp" && npm pack --silent "$NPM_PACKAGE" >/dev/null)
+  local tgz
+  tgz="$(ls "$tmp"/*.tgz)"
+  local got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
+  if [ "$got" != "$NPM_INTEGRITY" ]; then
+    log "integrity mismatch for $NPM_PACKAGE: expected $NPM_INTEGRITY, got $got"
+    exit 1
+  fi
+  log "integrity ok"
+  tar -xzf "$tgz" -C "$tmp" package/llama/gitRelease.bundle
+  rm -rf "$src_dir"
+  mkdir -p "$(dirname "$src_dir")"
+  git clone --quiet "$tmp/package/llama/gitRelease.bundle" "$src_dir"
+  local head
+  head="$(git -C "$src_dir" rev-parse HEAD)"
+  case "$head" in
+    "$LLAMA_COMMIT"*) ;;
+    *) log "bundle HEAD $head is not the pinned commit $LLAMA_COMMIT"; exit 1 ;;
+  esac
+  touch "$src_dir/.specd-ok"
+}
+
+build_libs() {
+  if [ -f "$prefix/.specd-ok" ]; then return; fi
+  log "building llama.cpp libraries into $prefix (one time, several minutes)"
+  cmake -S "$src_dir" -B "$build_dir" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+    -DBUILD_SHARED_LIBS=OFF \
+    -DLLAMA_BUILD_COMMON=ON \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_BUILD_MTMD=ON -DLLAMA_OPENSSL=OFF \
+    -DGGML_NATIVE=ON -DGGML_OPENMP=OFF \
+    -DCMAKE_INSTALL_PREFIX="$prefix" >&2
+  cmake --build "$build_dir" -j "$jobs" --target llama ggml ggml-base ggml-cpu llama-common llama-common-base mtmd cpp-httplib >&2
+  stage_prefix
+  touch "$prefix/.specd-ok"
+}
+
+# Copies the static libraries and the public headers specd includes into one prefix, since
+# llama.cpp's install step exports neither llama-common nor mtmd.
+stage_prefix() {
+  rm -rf "$prefix"
+  mkdir -p "$prefix/lib" "$prefix/include/common" "$prefix/include/mtmd"
+  find "$build_dir" -name '*.a' -exec cp {} "$prefix/lib/" \;
+  cp "$src_dir"/include/*.h "$prefix/include/"
+  cp "$src_dir"/ggml/include/*.h "$prefix/include/"
+  (cd "$src_dir/common" && find . \( -name '*.h' -o -name '*.hpp' \) -exec cp --parents {} "$prefix/include/common/" \;)
+  cp "$src_dir"/tools/mtmd/*.h "$prefix/include/mtmd/"
+  mkdir -p "$prefix/vendor"
+  cp -r "$src_dir/vendor/." "$prefix/vendor/"
+  mkdir -p "$prefix/models"
+  cp "$src_dir"/models/ggml-vocab-*.gguf "$prefix/models/"
+  cp -r "$src_dir/models/templates" "$prefix/models/templates"
+  echo "$LLAMA_COMMIT" > "$prefix/COMMIT"
+}
+
+case "${1:-build}" in
+  source) fetch_source; echo "$src_dir" ;;
+  build)  fetch_source; build_libs; echo "$prefix" ;;
+  *) echo "usage: $0 [source|build]" >&2; exit 2 ;;
+esac
