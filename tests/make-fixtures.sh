@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Generates the tiny random-weight test models with specd-testmodel (tools/testmodel).
+#   usage: make-fixtures.sh TESTMODEL_BIN LLAMA_MODELS_DIR OUT_DIR
+#
+# Idempotent: each fixture has a stamp holding the tool's checksum and its exact arguments,
+# and is regenerated only when that changes or a file is missing. Every run also checks that
+# the tool is deterministic (same arguments, same bytes), since tests compare outputs of
+# these models across runs.
+#
+#   tiny.gguf                       phi-3 vocab (32064 tokens, has a chat template); the main model
+#   tiny-spm.gguf                   llama-spm vocab (32000 tokens, no chat template)
+#   pair-draft.gguf, pair-target.gguf
+#                                   phi-3 vocab; greedy choices agree on ~80% of positions
+#   pair-low-draft.gguf, pair-low-target.gguf
+#                                   the same with ~30% agreement (speculation that does not pay)
+set -euo pipefail
+
+if [ $# -ne 3 ]; then
+  echo "usage: $0 TESTMODEL_BIN LLAMA_MODELS_DIR OUT_DIR" >&2
+  exit 2
+fi
+bin=$1
+models=$2
+out=$3
+
+for f in "$bin" "$models/ggml-vocab-phi-3.gguf" "$models/ggml-vocab-llama-spm.gguf"; do
+  if [ ! -f "$f" ]; then
+    echo "make-fixtures: missing $f" >&2
+    exit 1
+  fi
+done
+mkdir -p "$out"
+tool_sum=$(sha256sum "$bin" | cut -d' ' -f1)
+
+# fixture NAME "OUTPUT..." ARG...: runs the tool with ARGs unless NAME's stamp is current.
+fixture() {
+  local name=$1 outputs=$2
+  shift 2
+  local stamp="$out/.$name.stamp"
+  local want="$tool_sum $*"
+  local missing=0 f
+  for f in $outputs; do
+    [ -f "$out/$f" ] || missing=1
+  done
+  if [ "$missing" = 0 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "make-fixtures: $name is up to date"
+    return
+  fi
+  rm -f "$stamp"
+  local start=$SECONDS
+  "$bin" "$@"
+  echo "make-fixtures: $name generated in $((SECONDS - start))s"
+  printf '%s' "$want" > "$stamp"
+}
+
+phi3="$models/ggml-vocab-phi-3.gguf"
+spm="$models/ggml-vocab-llama-spm.gguf"
+
+fixture tiny "tiny.gguf" --vocab "$phi3" --out "$out/tiny.gguf" --seed 1
+fixture tiny-spm "tiny-spm.gguf" --vocab "$spm" --out "$out/tiny-spm.gguf" --seed 1
+pair_args=(pair --vocab "$phi3" --agreement 0.8 --seed 2)
+fixture pair "pair-draft.gguf pair-target.gguf" \
+  "${pair_args[@]}" --draft "$out/pair-draft.gguf" --target "$out/pair-target.gguf"
+fixture pair-low "pair-low-draft.gguf pair-low-target.gguf" \
+  pair --vocab "$phi3" --agreement 0.3 --seed 3 \
+  --draft "$out/pair-low-draft.gguf" --target "$out/pair-low-target.gguf"
+
+# Determinism: regenerate tiny.gguf and the 0.8 pair (calibration included) elsewhere and
+# compare bytes.
+check=$(mktemp -d)
+trap 'rm -rf "$check"' EXIT
+"$bin" --vocab "$phi3" --out "$check/tiny.gguf" --seed 1 >/dev/null
+"$bin" "${pair_args[@]}" --draft "$check/pair-draft.gguf" --target "$check/pair-target.gguf" >/dev/null
+for f in tiny.gguf pair-draft.gguf pair-target.gguf; do
+  if ! cmp -s "$check/$f" "$out/$f"; then
+    echo "make-fixtures: specd-testmodel is not deterministic: $f differs when regenerated" >&2
+    exit 1
+  fi
+done
+echo "make-fixtures: determinism check passed"

@@ -1,0 +1,100 @@
+#include "gguf_writer.h"
+
+#include "weight_rng.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+constexpr std::string_view tokenizer_prefix = "tokenizer.";
+
+// The vocab file also carries its original architecture's keys (phi3.*, general.*), which
+// would contradict ours; only the tokenizer travels.
+gguf_context_ptr tokenizer_keys(const gguf_context * vocab) {
+    gguf_context_ptr keys(gguf_init_empty());
+    gguf_set_kv(keys.get(), vocab);
+    for (int64_t i = gguf_get_n_kv(keys.get()) - 1; i >= 0; --i) {
+        const std::string key = gguf_get_key(keys.get(), i);
+        if (!key.starts_with(tokenizer_prefix)) {
+            gguf_remove_key(keys.get(), key.c_str());
+        }
+    }
+    return keys;
+}
+
+void fill(ggml_tensor * t, const tensor_spec & spec, uint64_t seed) {
+    auto * data = static_cast<float *>(t->data);
+    const int64_t n = spec.ne0 * spec.ne1;
+    if (spec.init == WEIGHT_INIT_ONES) {
+        std::fill(data, data + n, 1.0f);
+        return;
+    }
+    weight_rng rng(seed, spec.name);
+    for (int64_t i = 0; i < n; ++i) {
+        data[i] = rng.uniform(spec.bound);
+    }
+}
+
+} // namespace
+
+vocab_file vocab_file_load(const std::string & path) {
+    if (!std::filesystem::is_regular_file(path)) {
+        throw std::runtime_error("vocab file not found: " + path);
+    }
+    gguf_init_params params = {/*no_alloc =*/true, /*ctx =*/nullptr};
+    vocab_file vocab;
+    vocab.ctx.reset(gguf_init_from_file(path.c_str(), params));
+    if (!vocab.ctx) {
+        throw std::runtime_error("not a readable GGUF file: " + path);
+    }
+    const int64_t tokens = gguf_find_key(vocab.ctx.get(), "tokenizer.ggml.tokens");
+    if (tokens < 0 || gguf_get_kv_type(vocab.ctx.get(), tokens) != GGUF_TYPE_ARRAY) {
+        throw std::runtime_error("no tokenizer.ggml.tokens in " + path + ": not a vocab GGUF");
+    }
+    vocab.n_vocab = uint32_t(gguf_get_arr_n(vocab.ctx.get(), tokens));
+    vocab.has_chat_template = gguf_find_key(vocab.ctx.get(), "tokenizer.chat_template") >= 0;
+    return vocab;
+}
+
+uint64_t model_write(const std::string & path, const vocab_file & vocab, const model_write_params & params) {
+    const std::vector<tensor_spec> specs = llama_tensor_specs(params.hparams, vocab.n_vocab);
+
+    size_t mem_size = 0;
+    for (const tensor_spec & spec : specs) {
+        mem_size += ggml_tensor_overhead() + size_t(spec.ne0 * spec.ne1) * sizeof(float) + GGML_MEM_ALIGN;
+    }
+    ggml_init_params ggml_params = {/*mem_size =*/mem_size, /*mem_buffer =*/nullptr, /*no_alloc =*/false};
+    ggml_context_ptr tensors(ggml_init(ggml_params));
+    if (!tensors) {
+        throw std::runtime_error("cannot allocate " + std::to_string(mem_size) + " bytes for the weights");
+    }
+
+    gguf_context_ptr out(gguf_init_empty());
+    llama_set_hparams(out.get(), params.hparams, vocab.n_vocab);
+    gguf_context_ptr keys = tokenizer_keys(vocab.ctx.get());
+    gguf_set_kv(out.get(), keys.get());
+    if (params.chat_template) {
+        gguf_set_val_str(out.get(), "tokenizer.chat_template", params.chat_template->c_str());
+    }
+
+    for (const tensor_spec & spec : specs) {
+        ggml_tensor * t = spec.n_dims == 1
+            ? ggml_new_tensor_1d(tensors.get(), GGML_TYPE_F32, spec.ne0)
+            : ggml_new_tensor_2d(tensors.get(), GGML_TYPE_F32, spec.ne0, spec.ne1);
+        ggml_set_name(t, spec.name.c_str());
+        fill(t, spec, params.seed);
+        gguf_add_tensor(out.get(), t);
+    }
+
+    const std::string tmp = path + ".tmp";
+    if (!gguf_write_to_file(out.get(), tmp.c_str(), /*only_meta =*/false)) {
+        std::filesystem::remove(tmp);
+        throw std::runtime_error("cannot write " + path);
+    }
+    std::filesystem::rename(tmp, path);
+    return std::filesystem::file_size(path);
+}

@@ -1,0 +1,30 @@
+#pragma once
+
+#include "llama_layout.h"
+
+#include <ggml-cpp.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+// The tokenizer half of a model: a vocab-only GGUF from llama.cpp's models/ folder.
+struct vocab_file {
+    gguf_context_ptr ctx; // metadata only, no tensor data
+    uint32_t         n_vocab = 0;
+    bool             has_chat_template = false;
+};
+
+// Throws std::runtime_error when the file is missing or has no tokenizer.
+vocab_file vocab_file_load(const std::string & path);
+
+struct model_write_params {
+    llama_hparams_spec         hparams;
+    uint64_t                   seed = 1;
+    std::optional<std::string> chat_template; // replaces the vocab's template when set
+};
+
+// Writes a complete llama-architecture GGUF: the vocab's tokenizer.* keys, the llama.*
+// hyperparameters and seeded random F32 weights. Goes through a temporary file and a rename,
+// so an interrupted run never leaves a truncated model behind. Returns the file size.
+uint64_t model_write(const std::string & path, const vocab_file & vocab, const model_write_params & params);

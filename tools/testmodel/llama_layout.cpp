@@ -1,0 +1,84 @@
+#include "llama_layout.h"
+
+#include <gguf.h>
+
+#include <cmath>
+
+std::string llama_hparams_check(const llama_hparams_spec & hp) {
+    if (hp.n_embd == 0 || hp.n_layer == 0 || hp.n_head == 0 || hp.n_head_kv == 0 || hp.n_ff == 0 ||
+        hp.n_ctx_train == 0) {
+        return "all sizes must be positive";
+    }
+    if (hp.n_embd % hp.n_head != 0) {
+        return "--n-embd must be a multiple of --n-head";
+    }
+    if (hp.n_head % hp.n_head_kv != 0) {
+        return "--n-head must be a multiple of --n-head-kv";
+    }
+    if (hp.n_embd_head() % 2 != 0) {
+        return "the head size (n_embd / n_head) must be even for RoPE";
+    }
+    return {};
+}
+
+std::vector<tensor_spec> llama_tensor_specs(const llama_hparams_spec & hp, uint32_t n_vocab) {
+    const int64_t n_embd    = hp.n_embd;
+    const int64_t n_ff      = hp.n_ff;
+    const int64_t n_embd_kv = int64_t(hp.n_embd_head()) * hp.n_head_kv;
+
+    // Uniform bounds are std * sqrt(3). Matrices get std 1/sqrt(fan_in) so every layer's
+    // output has unit scale next to the unit-scale embeddings: the layers (and so the
+    // context) matter for the next token, and a pair's scaled layers can outweigh the rest.
+    // Q and K get twice that so attention is peaked rather than a flat average.
+    const auto bound = [](double std) { return std * std::sqrt(3.0); };
+    const double b_embd = bound(1.0);
+    const double b_in   = bound(1.0 / std::sqrt(double(n_embd)));
+    const double b_qk   = 2.0 * b_in;
+    const double b_down = bound(1.0 / std::sqrt(double(n_ff)));
+    // Logits = output . rms_norm(x): std 4 spreads them enough that greedy top-two ties
+    // (gap < 1e-3) are rare, which the speculation-equivalence tests depend on.
+    const double b_out  = bound(4.0 / std::sqrt(double(n_embd)));
+
+    const auto vec = [](std::string name, int64_t n) {
+        return tensor_spec{std::move(name), n, 1, 1, WEIGHT_INIT_ONES, 0.0};
+    };
+    const auto mat = [](std::string name, int64_t n_in, int64_t n_out, double b) {
+        return tensor_spec{std::move(name), n_in, n_out, 2, WEIGHT_INIT_UNIFORM, b};
+    };
+
+    std::vector<tensor_spec> specs;
+    specs.push_back(mat("token_embd.weight", n_embd, n_vocab, b_embd));
+    specs.push_back(vec("output_norm.weight", n_embd));
+    specs.push_back(mat("output.weight", n_embd, n_vocab, b_out));
+
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const std::string blk   = "blk." + std::to_string(il) + ".";
+        const double      scale = il >= hp.scaled_from_layer ? hp.residual_scale : 1.0;
+        specs.push_back(vec(blk + "attn_norm.weight", n_embd));
+        specs.push_back(mat(blk + "attn_q.weight", n_embd, n_embd, b_qk));
+        specs.push_back(mat(blk + "attn_k.weight", n_embd, n_embd_kv, b_qk));
+        specs.push_back(mat(blk + "attn_v.weight", n_embd, n_embd_kv, b_in));
+        specs.push_back(mat(blk + "attn_output.weight", n_embd, n_embd, scale * b_in));
+        specs.push_back(vec(blk + "ffn_norm.weight", n_embd));
+        specs.push_back(mat(blk + "ffn_gate.weight", n_embd, n_ff, b_in));
+        specs.push_back(mat(blk + "ffn_up.weight", n_embd, n_ff, b_in));
+        specs.push_back(mat(blk + "ffn_down.weight", n_ff, n_embd, scale * b_down));
+    }
+    return specs;
+}
+
+void llama_set_hparams(gguf_context * ctx, const llama_hparams_spec & hp, uint32_t n_vocab) {
+    gguf_set_val_str(ctx, "general.architecture", "llama");
+    gguf_set_val_str(ctx, "general.name", "specd-testmodel");
+    gguf_set_val_u32(ctx, "general.file_type", 0); // LLAMA_FTYPE_ALL_F32
+    gguf_set_val_u32(ctx, "llama.vocab_size", n_vocab);
+    gguf_set_val_u32(ctx, "llama.context_length", hp.n_ctx_train);
+    gguf_set_val_u32(ctx, "llama.embedding_length", hp.n_embd);
+    gguf_set_val_u32(ctx, "llama.block_count", hp.n_layer);
+    gguf_set_val_u32(ctx, "llama.feed_forward_length", hp.n_ff);
+    gguf_set_val_u32(ctx, "llama.attention.head_count", hp.n_head);
+    gguf_set_val_u32(ctx, "llama.attention.head_count_kv", hp.n_head_kv);
+    gguf_set_val_u32(ctx, "llama.rope.dimension_count", hp.n_embd_head());
+    gguf_set_val_f32(ctx, "llama.rope.freq_base", hp.rope_freq_base);
+    gguf_set_val_f32(ctx, "llama.attention.layer_norm_rms_epsilon", hp.rms_eps);
+}

@@ -1,0 +1,282 @@
+// specd-testmodel: writes tiny random-weight llama-architecture GGUF models with a real
+// tokenizer, for tests that cannot download weights. See usage() below.
+
+#include "gguf_writer.h"
+#include "llama_layout.h"
+#include "pair_calibration.h"
+#include "weight_rng.h"
+
+#include <llama.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+const char * const usage_text =
+    "usage:\n"
+    "  specd-testmodel --vocab FILE --out FILE [model options]\n"
+    "  specd-testmodel pair --vocab FILE --target FILE --draft FILE --agreement P\n"
+    "                  [--extra-layers N] [--alpha A] [model options]\n"
+    "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
+    "\n"
+    "Writes tiny random-weight llama-architecture GGUF models whose tokenizer and chat template\n"
+    "come from a vocab-only GGUF (llama.cpp's models/ggml-vocab-*.gguf). The same options and\n"
+    "seed always give the same bytes.\n"
+    "\n"
+    "model options:\n"
+    "  --n-embd N          embedding size (default 64)\n"
+    "  --n-layer N         layers; in pair mode, the draft's layers (default 2)\n"
+    "  --n-head N          attention heads (default 4)\n"
+    "  --n-head-kv N       KV heads (default: --n-head)\n"
+    "  --n-ff N            feed-forward size (default 128)\n"
+    "  --n-ctx-train N     training context length (default 4096)\n"
+    "  --seed N            weight seed (default 1)\n"
+    "  --chat-template F   use the text of F (a .jinja file) as tokenizer.chat_template\n"
+    "\n"
+    "pair mode: the draft shares the target's embeddings, output and first layers; the target\n"
+    "adds --extra-layers (default 2) layers whose outputs are scaled by alpha. alpha is\n"
+    "calibrated with libllama until the greedy choices of the two agree on a fraction P\n"
+    "(0..1) of teacher-forced positions; --alpha A skips the calibration. The measured\n"
+    "agreement is printed.\n"
+    "\n"
+    "agreement mode: prints the measured agreement of two existing models.\n";
+
+// Thrown for anything the user typed wrong: usage is shown, exit code 1.
+struct usage_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct cli_options {
+    std::string                mode; // "", "pair" or "agreement"
+    std::map<std::string, std::string> values;
+
+    bool has(const std::string & key) const { return values.count(key) != 0; }
+
+    const std::string & required(const std::string & key) const {
+        const auto it = values.find(key);
+        if (it == values.end()) {
+            throw usage_error("missing " + key);
+        }
+        return it->second;
+    }
+};
+
+cli_options parse_cli(int argc, char ** argv) {
+    static const std::vector<std::string_view> known = {
+        "--vocab", "--out", "--target", "--draft", "--agreement", "--extra-layers", "--alpha",
+        "--n-embd", "--n-layer", "--n-head", "--n-head-kv", "--n-ff", "--n-ctx-train", "--seed",
+        "--chat-template",
+    };
+    cli_options opts;
+    int i = 1;
+    if (i < argc && (std::string_view(argv[i]) == "pair" || std::string_view(argv[i]) == "agreement")) {
+        opts.mode = argv[i++];
+    }
+    for (; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "-h" || arg == "--help") {
+            throw usage_error("");
+        }
+        if (std::find(known.begin(), known.end(), arg) == known.end()) {
+            throw usage_error("unknown argument " + std::string(arg));
+        }
+        if (i + 1 >= argc) {
+            throw usage_error(std::string(arg) + " needs a value");
+        }
+        opts.values[std::string(arg)] = argv[++i];
+    }
+    return opts;
+}
+
+template <typename T>
+T parse_number(const std::string & key, const std::string & text) {
+    T value{};
+    const char * end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    if (ec != std::errc() || ptr != end || text.empty()) {
+        throw usage_error(key + ": not a valid number: '" + text + "'");
+    }
+    return value;
+}
+
+uint32_t parse_count(const cli_options & opts, const std::string & key, uint32_t fallback) {
+    if (!opts.has(key)) {
+        return fallback;
+    }
+    const auto value = parse_number<uint32_t>(key, opts.values.at(key));
+    if (value == 0) {
+        throw usage_error(key + " must be positive");
+    }
+    return value;
+}
+
+double parse_real(const cli_options & opts, const std::string & key, double lo, double hi) {
+    const auto value = parse_number<double>(key, opts.required(key));
+    if (!std::isfinite(value) || value < lo || value > hi) {
+        std::ostringstream msg;
+        msg << key << " must be in [" << lo << ", " << hi << "], got " << value;
+        throw usage_error(msg.str());
+    }
+    return value;
+}
+
+std::string read_text_file(const std::string & path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw usage_error("cannot read " + path);
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+model_write_params parse_model_params(const cli_options & opts) {
+    model_write_params params;
+    llama_hparams_spec & hp = params.hparams;
+    hp.n_embd      = parse_count(opts, "--n-embd", hp.n_embd);
+    hp.n_layer     = parse_count(opts, "--n-layer", hp.n_layer);
+    hp.n_head      = parse_count(opts, "--n-head", hp.n_head);
+    hp.n_head_kv   = parse_count(opts, "--n-head-kv", hp.n_head);
+    hp.n_ff        = parse_count(opts, "--n-ff", hp.n_ff);
+    hp.n_ctx_train = parse_count(opts, "--n-ctx-train", hp.n_ctx_train);
+    if (const std::string problem = llama_hparams_check(hp); !problem.empty()) {
+        throw usage_error(problem);
+    }
+    if (opts.has("--seed")) {
+        params.seed = parse_number<uint64_t>("--seed", opts.values.at("--seed"));
+    }
+    if (opts.has("--chat-template")) {
+        params.chat_template = read_text_file(opts.values.at("--chat-template"));
+    }
+    return params;
+}
+
+void describe(const std::string & path, uint64_t size, const vocab_file & vocab, const model_write_params & params) {
+    const llama_hparams_spec & hp = params.hparams;
+    std::printf("wrote %s: %llu bytes, n_vocab %u, n_embd %u, n_layer %u, n_head %u/%u, n_ff %u, seed %llu, chat template %s\n",
+                path.c_str(), (unsigned long long) size, vocab.n_vocab, hp.n_embd, hp.n_layer, hp.n_head,
+                hp.n_head_kv, hp.n_ff, (unsigned long long) params.seed,
+                params.chat_template || vocab.has_chat_template ? "yes" : "no");
+}
+
+// The positions agreement is measured on: seeded random token ids, so every part of the
+// vocabulary and no particular text is favoured; 384 positions resolve agreement to ~0.003.
+std::vector<llama_token> probe_tokens(uint32_t n_vocab, uint64_t seed) {
+    weight_rng rng(seed, "agreement-probe");
+    std::vector<llama_token> tokens(384);
+    for (llama_token & t : tokens) {
+        t = llama_token(rng.below(n_vocab));
+    }
+    return tokens;
+}
+
+int run_single(const cli_options & opts) {
+    const vocab_file vocab = vocab_file_load(opts.required("--vocab"));
+    const model_write_params params = parse_model_params(opts);
+    const std::string & out = opts.required("--out");
+    describe(out, model_write(out, vocab, params), vocab, params);
+    return 0;
+}
+
+int run_pair(const cli_options & opts) {
+    const vocab_file vocab = vocab_file_load(opts.required("--vocab"));
+    const model_write_params draft = parse_model_params(opts);
+    const std::string & draft_path  = opts.required("--draft");
+    const std::string & target_path = opts.required("--target");
+    const double want = parse_real(opts, "--agreement", 0.0, 1.0);
+    const uint32_t n_extra = parse_count(opts, "--extra-layers", 2);
+    if (draft_path == target_path) {
+        throw usage_error("--draft and --target must be different files");
+    }
+
+    describe(draft_path, model_write(draft_path, vocab, draft), vocab, draft);
+
+    // Same seed and tensor names, so the target's embeddings, output and first n_layer
+    // layers are bit-identical to the draft's; only the extra layers differ.
+    model_write_params target = draft;
+    target.hparams.scaled_from_layer = draft.hparams.n_layer;
+    target.hparams.n_layer          += n_extra;
+    uint64_t target_size = 0;
+    const auto write_target = [&](double alpha) {
+        target.hparams.residual_scale = alpha;
+        target_size = model_write(target_path, vocab, target);
+        return target_path;
+    };
+
+    const agreement_probe probe(draft_path, probe_tokens(vocab.n_vocab, draft.seed));
+    pair_calibration_result result;
+    if (opts.has("--alpha")) {
+        result.residual_scale = parse_real(opts, "--alpha", 0.0, 1e6);
+        result.agreement      = probe.measure(write_target(result.residual_scale));
+        result.n_evals        = 1;
+    } else {
+        result = pair_calibrate(probe, want, write_target);
+    }
+    describe(target_path, target_size, vocab, target);
+    std::printf("agreement %.4f (requested %.4f, alpha %.6g, %zu positions, %d evaluations)\n",
+                result.agreement, want, result.residual_scale, probe.n_positions(), result.n_evals);
+
+    if (!opts.has("--alpha") && std::abs(result.agreement - want) > 0.1) {
+        std::fprintf(stderr, "error: could not reach agreement %.3f with this pair (closest: %.3f)\n", want,
+                     result.agreement);
+        return 1;
+    }
+    return 0;
+}
+
+int run_agreement(const cli_options & opts) {
+    const std::string & draft_path  = opts.required("--draft");
+    const std::string & target_path = opts.required("--target");
+    const vocab_file vocab = vocab_file_load(draft_path);
+    const uint64_t seed = opts.has("--seed") ? parse_number<uint64_t>("--seed", opts.values.at("--seed")) : 1;
+    const agreement_probe probe(draft_path, probe_tokens(vocab.n_vocab, seed));
+    std::printf("agreement %.4f (%zu positions)\n", probe.measure(target_path), probe.n_positions());
+    return 0;
+}
+
+// libllama narrates every load; a fixture generator should only speak up about errors.
+void log_errors_only(ggml_log_level level, const char * text, void *) {
+    if (level == GGML_LOG_LEVEL_ERROR) {
+        std::fputs(text, stderr);
+    }
+}
+
+} // namespace
+
+int main(int argc, char ** argv) {
+    llama_log_set(log_errors_only, nullptr);
+    llama_backend_init();
+    int rc = 1;
+    try {
+        const cli_options opts = parse_cli(argc, argv);
+        if (opts.mode == "pair") {
+            rc = run_pair(opts);
+        } else if (opts.mode == "agreement") {
+            rc = run_agreement(opts);
+        } else {
+            rc = run_single(opts);
+        }
+    } catch (const usage_error & e) {
+        if (e.what()[0] == '\0') {
+            std::fputs(usage_text, stdout);
+            rc = 0;
+        } else {
+            std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+        }
+    } catch (const std::exception & e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+    }
+    llama_backend_free();
+    return rc;
+}
