@@ -1,0 +1,990 @@
+#include "models/store.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <set>
+
+// POSIX for fsync: the standard library cannot make a write durable before the rename that
+// publishes it, and without that a crash can leave a renamed but empty file.
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace specd::models {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view k_temp_prefix = ".tmp-";
+// A temp file untouched this long belongs to no live writer (a writer copying a large blob
+// touches its file continuously), so it is safe to delete on open.
+constexpr auto   k_stale_temp_age   = std::chrono::minutes(10);
+constexpr size_t k_copy_chunk       = 1u << 20;
+constexpr size_t k_max_manifest_len = 4u << 20;
+
+StoreError error(ErrorKind kind, const std::string & message) { return StoreError(kind, message); }
+
+// Filesystem errors carry absolute paths in what(); keep only the reason.
+StoreError io_error(const std::string & what, const std::error_code & ec) {
+    return error(ErrorKind::internal, what + ": " + ec.message());
+}
+
+StoreError io_error(const std::string & what, int err) {
+    return io_error(what, std::error_code(err, std::generic_category()));
+}
+
+std::string base_name(const fs::path & p) {
+    auto name = p.filename().string();
+    return name.empty() ? p.parent_path().filename().string() : name;
+}
+
+bool is_temp_name(const fs::path & p) { return p.filename().string().starts_with(k_temp_prefix); }
+
+fs::path temp_path_in(const fs::path & dir) {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    static constexpr char        digits[] = "0123456789abcdef";
+    std::string                  name(k_temp_prefix);
+    for (uint64_t bits = rng(), i = 0; i < 16; ++i, bits >>= 4) {
+        name += digits[bits & 0xf];
+    }
+    return dir / name;
+}
+
+std::chrono::system_clock::time_point to_system_time(fs::file_time_type t) {
+    return std::chrono::time_point_cast<std::chrono::system_clock::duration>(std::chrono::file_clock::to_sys(t));
+}
+
+class Fd {
+  public:
+    explicit Fd(int fd) : fd_(fd) {}
+    Fd(const Fd &)             = delete;
+    Fd & operator=(const Fd &) = delete;
+    ~Fd() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    int get() const { return fd_; }
+
+  private:
+    int fd_;
+};
+
+void write_all(int fd, const void * data, size_t size) {
+    auto * p = static_cast<const char *>(data);
+    while (size > 0) {
+        const ssize_t n = ::write(fd, p, size);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            throw io_error("cannot write to the model store", errno);
+        }
+        p += n;
+        size -= size_t(n);
+    }
+}
+
+// Makes a rename in `dir` durable. Best effort: some filesystems refuse fsync on directories.
+void fsync_dir(const fs::path & dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        ::fsync(fd);
+        ::close(fd);
+    }
+}
+
+int open_temp(const fs::path & path) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        throw io_error("cannot create a file in the model store", errno);
+    }
+    return fd;
+}
+
+// temp + fsync + rename: readers see the old content or the new one, never a torn file.
+void write_file_atomic(const fs::path & target, std::string_view bytes) {
+    const fs::path temp = temp_path_in(target.parent_path());
+    try {
+        Fd fd(open_temp(temp));
+        write_all(fd.get(), bytes.data(), bytes.size());
+        if (::fsync(fd.get()) != 0) {
+            throw io_error("cannot sync the model store", errno);
+        }
+    } catch (...) {
+        std::error_code ec;
+        fs::remove(temp, ec);
+        throw;
+    }
+    std::error_code ec;
+    fs::rename(temp, target, ec);
+    if (ec) {
+        fs::remove(temp, ec);
+        throw io_error("cannot write " + base_name(target), ec);
+    }
+    fsync_dir(target.parent_path());
+}
+
+std::optional<std::string> read_file(const fs::path & path, size_t max_bytes) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        return std::nullopt;
+    }
+    std::string out;
+    char        buf[65536];
+    while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+        out.append(buf, size_t(in.gcount()));
+        if (out.size() > max_bytes) {
+            throw error(ErrorKind::internal, base_name(path) + " is larger than expected");
+        }
+    }
+    return out;
+}
+
+std::string lowercase(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; });
+    return s;
+}
+
+// Ollama's FROM rules: "~/" is the home directory, relative paths are relative to the
+// Modelfile's directory.
+fs::path resolve_local_path(const std::string & value, const fs::path & modelfile_dir) {
+    if (value == "~" || value.starts_with("~/")) {
+        const char * home = std::getenv("HOME");
+        if (home != nullptr && *home != '\0') {
+            return fs::path(home) / value.substr(value.size() > 1 ? 2 : 1);
+        }
+    }
+    fs::path p(value);
+    return p.is_absolute() ? p : modelfile_dir / p;
+}
+
+bool looks_like_path(std::string_view value) {
+    return value.starts_with('/') || value.starts_with('.') || value.starts_with('~') ||
+           value.ends_with(".gguf") || value.ends_with(".bin") || value.find('\\') != std::string_view::npos;
+}
+
+} // namespace
+
+bool has_gguf_magic(const fs::path & path) {
+    std::ifstream in(path, std::ios::binary);
+    char          magic[4] = {};
+    return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+// --- BlobWriter
+
+BlobWriter::BlobWriter(const Store & store, fs::path temp, int fd)
+    : store_(&store), temp_(std::move(temp)), fd_(fd) {}
+
+BlobWriter::BlobWriter(BlobWriter && other) noexcept
+    : store_(other.store_),
+      temp_(std::move(other.temp_)),
+      fd_(other.fd_),
+      size_(other.size_),
+      hash_(other.hash_),
+      done_(other.done_) {
+    other.fd_   = -1;
+    other.done_ = true;
+}
+
+BlobWriter::~BlobWriter() {
+    if (fd_ >= 0) {
+        ::close(fd_);
+    }
+    if (!done_) {
+        std::error_code ec;
+        fs::remove(temp_, ec);
+    }
+}
+
+void BlobWriter::write(const void * data, size_t size) {
+    if (done_) {
+        throw error(ErrorKind::internal, "blob writer used after commit");
+    }
+    write_all(fd_, data, size);
+    hash_.update(data, size);
+    size_ += size;
+}
+
+std::string BlobWriter::commit(std::optional<std::string_view> expected) {
+    if (done_) {
+        throw error(ErrorKind::internal, "blob writer committed twice");
+    }
+    done_ = true; // from here on, every path removes or publishes the temp file itself
+    auto discard = [&] {
+        if (fd_ >= 0) {
+            ::close(fd_);
+            fd_ = -1;
+        }
+        std::error_code ec;
+        fs::remove(temp_, ec);
+    };
+    const std::string digest = hash_.finish_digest();
+    if (expected) {
+        auto want = normalize_digest(*expected);
+        if (!want || *want != digest) {
+            discard();
+            throw error(ErrorKind::bad_request, "digest mismatch: expected " + std::string(*expected) + ", got " + digest);
+        }
+    }
+    if (::fsync(fd_) != 0) {
+        const int err = errno;
+        discard();
+        throw io_error("cannot sync the model store", err);
+    }
+    ::close(fd_);
+    fd_ = -1;
+
+    const fs::path  target = store_->blob_path(digest);
+    std::error_code ec;
+    if (fs::is_regular_file(target, ec) && fs::file_size(target, ec) == size_) {
+        // Already stored: keep the existing file (readers may have it mapped) and mark it as
+        // recently used so another process's age-based collection spares it.
+        discard();
+        fs::last_write_time(target, fs::file_time_type::clock::now(), ec);
+        return digest;
+    }
+    fs::rename(temp_, target, ec);
+    if (ec) {
+        discard();
+        throw io_error("cannot store blob " + digest, ec);
+    }
+    fsync_dir(target.parent_path());
+    return digest;
+}
+
+// --- Store
+
+Store::WriteGuard::WriteGuard(Store & store) : store_(store) {
+    std::unique_lock lock(store_.gc_mutex_);
+    store_.gc_cv_.wait(lock, [&] { return !store_.collecting_; });
+    ++store_.writers_;
+}
+
+Store::WriteGuard::~WriteGuard() {
+    std::lock_guard lock(store_.gc_mutex_);
+    if (--store_.writers_ == 0) {
+        store_.gc_cv_.notify_all();
+    }
+}
+
+Store::Store(fs::path root)
+    : root_(std::move(root)), blobs_dir_(root_ / "blobs"), manifests_dir_(root_ / "manifests") {
+    std::error_code ec;
+    fs::create_directories(blobs_dir_, ec);
+    if (!ec) {
+        fs::create_directories(manifests_dir_, ec);
+    }
+    if (ec) {
+        throw io_error("cannot create the model store", ec);
+    }
+    remove_stale_temp_files();
+}
+
+fs::path Store::default_root() {
+    for (const char * var : {"SPECD_MODELS", "OLLAMA_MODELS"}) {
+        const char * value = std::getenv(var);
+        if (value != nullptr && *value != '\0') {
+            return fs::path(value);
+        }
+    }
+    const char * home = std::getenv("HOME");
+    if (home == nullptr || *home == '\0') {
+        throw error(ErrorKind::internal, "no models directory: set SPECD_MODELS or HOME");
+    }
+    return fs::path(home) / ".specd" / "models";
+}
+
+void Store::remove_stale_temp_files() const {
+    const auto      now = fs::file_time_type::clock::now();
+    std::error_code ec;
+    auto            sweep = [&](const fs::directory_entry & entry) {
+        std::error_code e;
+        if (is_temp_name(entry.path()) && entry.is_regular_file(e) &&
+            now - entry.last_write_time(e) > k_stale_temp_age && !e) {
+            fs::remove(entry.path(), e);
+        }
+    };
+    for (const auto & entry : fs::directory_iterator(blobs_dir_, ec)) {
+        sweep(entry);
+    }
+    for (auto it = fs::recursive_directory_iterator(manifests_dir_, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+        sweep(*it);
+    }
+}
+
+BlobWriter Store::begin_blob() {
+    const fs::path temp = temp_path_in(blobs_dir_);
+    return BlobWriter(*this, temp, open_temp(temp));
+}
+
+fs::path Store::blob_path(std::string_view digest) const {
+    auto name = blob_filename(digest);
+    if (!name) {
+        throw error(ErrorKind::bad_request, "invalid digest (expected sha256:<64 hex digits>)");
+    }
+    return blobs_dir_ / *name;
+}
+
+bool Store::has_blob(std::string_view digest) const {
+    std::error_code ec;
+    return fs::is_regular_file(blob_path(digest), ec);
+}
+
+std::string Store::read_blob(std::string_view digest, size_t max_bytes) const {
+    const fs::path path = blob_path(digest);
+    auto           text = read_file(path, max_bytes);
+    if (!text) {
+        throw error(ErrorKind::internal, "blob " + std::string(digest) + " is missing from the model store");
+    }
+    return std::move(*text);
+}
+
+std::string Store::put_blob_from_bytes(std::string_view bytes) {
+    bool existed = false;
+    return put_bytes(bytes, &existed);
+}
+
+std::string Store::put_bytes(std::string_view bytes, bool * existed) {
+    WriteGuard        guard(*this);
+    const std::string digest = sha256_digest(bytes);
+    std::error_code   ec;
+    const fs::path    path = blob_path(digest);
+    if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) == bytes.size()) {
+        *existed = true;
+        fs::last_write_time(path, fs::file_time_type::clock::now(), ec);
+        return digest;
+    }
+    *existed          = false;
+    BlobWriter writer = begin_blob();
+    writer.write(bytes);
+    return writer.commit(digest);
+}
+
+std::string Store::put_blob_from_file(const fs::path & src) {
+    bool existed = false;
+    return put_file(src, &existed);
+}
+
+std::string Store::put_file(const fs::path & src, bool * existed) {
+    WriteGuard      guard(*this);
+    std::error_code ec;
+    if (fs::is_directory(src, ec)) {
+        throw error(ErrorKind::bad_request, base_name(src) + " is a directory, not a file");
+    }
+    std::ifstream in(src, std::ios::binary);
+    if (!in) {
+        throw error(fs::exists(src, ec) ? ErrorKind::bad_request : ErrorKind::not_found,
+                    (fs::exists(src, ec) ? "cannot read " : "no such file: ") + base_name(src));
+    }
+    std::vector<char> buf(k_copy_chunk);
+    auto              read_chunk = [&]() -> size_t {
+        in.read(buf.data(), std::streamsize(buf.size()));
+        if (in.bad()) {
+            throw error(ErrorKind::internal, "cannot read " + base_name(src));
+        }
+        return size_t(in.gcount());
+    };
+
+    // Creating several models from one GGUF is common (a new tag that only changes SYSTEM):
+    // when a blob of the same size exists, hash first and skip a multi-gigabyte copy.
+    const uint64_t src_size  = fs::file_size(src, ec);
+    bool           same_size = false;
+    for (const auto & entry : fs::directory_iterator(blobs_dir_, ec)) {
+        std::error_code e;
+        if (!is_temp_name(entry.path()) && entry.is_regular_file(e) && entry.file_size(e) == src_size) {
+            same_size = true;
+            break;
+        }
+    }
+    if (same_size) {
+        Sha256 hash;
+        for (size_t n; (n = read_chunk()) > 0;) {
+            hash.update(buf.data(), n);
+        }
+        const std::string digest = hash.finish_digest();
+        if (has_blob(digest)) {
+            *existed = true;
+            fs::last_write_time(blob_path(digest), fs::file_time_type::clock::now(), ec);
+            return digest;
+        }
+        in.clear();
+        in.seekg(0);
+    }
+
+    *existed          = false;
+    BlobWriter writer = begin_blob();
+    for (size_t n; (n = read_chunk()) > 0;) {
+        writer.write(buf.data(), n);
+    }
+    return writer.commit();
+}
+
+// --- manifests
+
+std::optional<fs::path> Store::find_manifest_file(const ModelName & name) const {
+    std::error_code ec;
+    const fs::path  exact = manifests_dir_ / name.manifest_relpath();
+    if (fs::is_regular_file(exact, ec)) {
+        return exact;
+    }
+    // Names are case-insensitive, but a store written by another tool may keep the case the
+    // user typed: match each level case-insensitively.
+    fs::path dir = manifests_dir_;
+    for (const std::string * part : {&name.host, &name.ns, &name.model, &name.tag}) {
+        const std::string want = lowercase(*part);
+        std::optional<fs::path> found;
+        for (const auto & entry : fs::directory_iterator(dir, ec)) {
+            if (!is_temp_name(entry.path()) && lowercase(entry.path().filename().string()) == want) {
+                found = entry.path();
+                break;
+            }
+        }
+        if (!found) {
+            return std::nullopt;
+        }
+        dir = *found;
+    }
+    return fs::is_regular_file(dir, ec) ? std::optional<fs::path>(dir) : std::nullopt;
+}
+
+void Store::write_manifest(const ModelName & name, const Manifest & manifest) {
+    WriteGuard guard(*this);
+    // A manifest naming a blob that is not there would be a model that cannot load.
+    if (!has_blob(manifest.config.digest)) {
+        throw error(ErrorKind::internal, "manifest names a missing blob: " + manifest.config.digest);
+    }
+    for (const auto & layer : manifest.layers) {
+        if (!has_blob(layer.digest)) {
+            throw error(ErrorKind::internal, "manifest names a missing blob: " + layer.digest);
+        }
+    }
+    const fs::path  target = find_manifest_file(name).value_or(manifests_dir_ / name.manifest_relpath());
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) {
+        throw io_error("cannot create the manifest directory", ec);
+    }
+    write_file_atomic(target, to_json(manifest).dump());
+}
+
+std::optional<std::string> Store::read_manifest_bytes(const ModelName & name) const {
+    const auto path = find_manifest_file(name);
+    if (!path) {
+        return std::nullopt;
+    }
+    return read_file(*path, k_max_manifest_len);
+}
+
+std::optional<Manifest> Store::read_manifest(const ModelName & name) const {
+    const auto bytes = read_manifest_bytes(name);
+    if (!bytes) {
+        return std::nullopt;
+    }
+    try {
+        return parse_manifest(*bytes);
+    } catch (const std::invalid_argument & e) {
+        throw error(ErrorKind::internal, "the manifest of " + name.display() + " is corrupt: " + e.what());
+    }
+}
+
+std::vector<std::pair<ModelName, fs::path>> Store::manifest_files() const {
+    std::vector<std::pair<ModelName, fs::path>> out;
+    std::error_code                             ec;
+    // Exactly four levels (host/namespace/model/tag); anything else is not a manifest.
+    auto subdirs = [&](const fs::path & dir) {
+        std::vector<fs::path> dirs;
+        for (const auto & entry : fs::directory_iterator(dir, ec)) {
+            std::error_code e;
+            if (!is_temp_name(entry.path()) && entry.is_directory(e)) {
+                dirs.push_back(entry.path());
+            }
+        }
+        return dirs;
+    };
+    for (const auto & host : subdirs(manifests_dir_)) {
+        for (const auto & ns : subdirs(host)) {
+            for (const auto & model : subdirs(ns)) {
+                for (const auto & entry : fs::directory_iterator(model, ec)) {
+                    std::error_code e;
+                    if (is_temp_name(entry.path()) || !entry.is_regular_file(e)) {
+                        continue;
+                    }
+                    const std::string text = host.filename().string() + "/" + ns.filename().string() + "/" +
+                                             model.filename().string() + ":" + entry.path().filename().string();
+                    if (auto name = parse(text)) {
+                        out.emplace_back(std::move(*name), entry.path());
+                    }
+                }
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<StoreEntry> Store::list() const {
+    std::vector<StoreEntry> out;
+    for (const auto & [name, path] : manifest_files()) {
+        StoreEntry entry;
+        try {
+            const auto bytes = read_file(path, k_max_manifest_len);
+            if (!bytes) {
+                continue; // removed since the directory was read
+            }
+            const Manifest manifest = parse_manifest(*bytes);
+            entry.name              = name;
+            entry.digest            = sha256_digest(*bytes);
+            entry.size              = manifest.total_size();
+            std::error_code ec;
+            entry.modified = to_system_time(fs::last_write_time(path, ec));
+            try {
+                entry.config = config_from_json(nlohmann::json::parse(read_blob(manifest.config.digest, 1u << 20)));
+            } catch (const std::exception &) {
+                // Details are cosmetic; the model is still listed.
+            }
+        } catch (const std::exception &) {
+            continue; // a corrupt manifest is not a model; resolve() reports it by name
+        }
+        out.push_back(std::move(entry));
+    }
+    std::sort(out.begin(), out.end(), [](const StoreEntry & a, const StoreEntry & b) {
+        return a.modified != b.modified ? a.modified > b.modified : a.name.full() < b.name.full();
+    });
+    return out;
+}
+
+void Store::copy(const ModelName & src, const ModelName & dst) {
+    WriteGuard guard(*this);
+    auto       manifest = read_manifest(src);
+    if (!manifest) {
+        throw error(ErrorKind::not_found, "model '" + src.display() + "' not found");
+    }
+    write_manifest(dst, *manifest);
+}
+
+template <typename Fn> auto Store::exclusive(Fn && fn) {
+    {
+        std::unique_lock lock(gc_mutex_);
+        gc_cv_.wait(lock, [&] { return writers_ == 0 && !collecting_; });
+        collecting_ = true;
+    }
+    struct Release {
+        Store & s;
+        ~Release() {
+            std::lock_guard lock(s.gc_mutex_);
+            s.collecting_ = false;
+            s.gc_cv_.notify_all();
+        }
+    } release{*this};
+    return fn();
+}
+
+bool Store::remove(const ModelName & name) {
+    return exclusive([&] {
+        const auto path = find_manifest_file(name);
+        if (!path) {
+            return false;
+        }
+        std::vector<std::string> freed;
+        try {
+            if (auto manifest = read_manifest(name)) {
+                freed.push_back(manifest->config.digest);
+                for (const auto & layer : manifest->layers) {
+                    freed.push_back(layer.digest);
+                }
+            }
+        } catch (const StoreError &) {
+            // A corrupt manifest is still removed; its blobs wait for an age-based sweep.
+        }
+        std::error_code ec;
+        if (!fs::remove(*path, ec) || ec) {
+            throw io_error("cannot remove the manifest of " + name.display(), ec);
+        }
+        fsync_dir(path->parent_path());
+        // Empty tag/model/namespace/host directories would otherwise pile up.
+        for (fs::path dir = path->parent_path(); dir != manifests_dir_ && dir.has_relative_path();
+             dir = dir.parent_path()) {
+            if (!fs::is_empty(dir, ec) || ec || !fs::remove(dir, ec)) {
+                break;
+            }
+        }
+        collect_locked(freed, std::chrono::minutes(15));
+        return true;
+    });
+}
+
+size_t Store::collect_garbage(std::chrono::seconds grace) {
+    return exclusive([&] { return collect_locked({}, grace); });
+}
+
+size_t Store::collect_locked(const std::vector<std::string> & freed, std::chrono::seconds grace) {
+    std::set<std::string> referenced;
+    for (const auto & [name, path] : manifest_files()) {
+        try {
+            const auto bytes = read_file(path, k_max_manifest_len);
+            if (!bytes) {
+                continue;
+            }
+            const Manifest manifest = parse_manifest(*bytes);
+            referenced.insert(manifest.config.digest);
+            for (const auto & layer : manifest.layers) {
+                referenced.insert(layer.digest);
+            }
+        } catch (const std::exception &) {
+            // Cannot tell what an unreadable manifest references: delete nothing.
+            return 0;
+        }
+    }
+    const std::set<std::string> freed_set(freed.begin(), freed.end());
+    const auto                  now     = fs::file_time_type::clock::now();
+    size_t                      removed = 0;
+    std::error_code             ec;
+    for (const auto & entry : fs::directory_iterator(blobs_dir_, ec)) {
+        // Only exact blob names: Ollama's "-partial" downloads and our temp files are not
+        // blobs and are not ours to judge here.
+        const auto digest = normalize_digest(entry.path().filename().string());
+        if (!digest || !entry.path().filename().string().starts_with("sha256-") || referenced.contains(*digest)) {
+            continue;
+        }
+        std::error_code e;
+        const bool      old_enough = now - entry.last_write_time(e) > grace && !e;
+        if ((freed_set.contains(*digest) || old_enough) && fs::remove(entry.path(), e)) {
+            ++removed;
+        }
+    }
+    return removed;
+}
+
+// --- create
+
+namespace {
+
+struct Source {
+    std::optional<fs::path> file;
+    std::optional<Manifest> model;
+};
+
+} // namespace
+
+Manifest Store::create(const ModelName & name, const Modelfile & mf, const fs::path & modelfile_dir,
+                       const CreateOptions & options) {
+    auto progress = [&](const std::string & status) {
+        if (options.progress) {
+            options.progress(status);
+        }
+    };
+    if (mf.from.empty()) {
+        throw error(ErrorKind::bad_request, "no FROM line");
+    }
+    if (mf.from.size() > 2) {
+        throw error(ErrorKind::bad_request, "at most two FROM lines: the model and its vision projector");
+    }
+    if (!mf.adapters.empty()) {
+        throw error(ErrorKind::bad_request, "ADAPTER is not supported yet");
+    }
+    if (mf.template_text && !options.allow_template) {
+        throw error(ErrorKind::bad_request, "TEMPLATE is not supported yet: the chat template comes from the GGUF file");
+    }
+
+    WriteGuard guard(*this);
+
+    auto find_source = [&](const std::string & value, const char * what) {
+        Source         src;
+        const fs::path path = resolve_local_path(value, modelfile_dir);
+        std::error_code ec;
+        if (fs::exists(path, ec)) {
+            if (fs::is_directory(path, ec)) {
+                throw error(ErrorKind::bad_request, std::string(what) + ": " + base_name(path) +
+                                                        " is a directory; give a GGUF file");
+            }
+            src.file = path;
+            return src;
+        }
+        if (!looks_like_path(value)) {
+            if (auto model_name = parse(value)) {
+                if ((src.model = read_manifest(*model_name))) {
+                    return src;
+                }
+                throw error(ErrorKind::not_found, std::string(what) + ": no file or model named '" + value + "'");
+            }
+        }
+        throw error(ErrorKind::not_found, std::string(what) + ": no such file: " + base_name(path));
+    };
+    auto add_file_layer = [&](const fs::path & file, std::string_view type) {
+        if (!has_gguf_magic(file)) {
+            throw error(ErrorKind::bad_request, "not a GGUF file: " + base_name(file));
+        }
+        bool              existed = false;
+        const std::string digest  = put_file(file, &existed);
+        progress((existed ? "using existing layer " : "creating new layer ") + digest);
+        std::error_code ec;
+        return Layer{std::string(type), digest, fs::file_size(blob_path(digest), ec)};
+    };
+    auto add_bytes_layer = [&](std::string_view bytes, std::string_view type) {
+        bool              existed = false;
+        const std::string digest  = put_bytes(bytes, &existed);
+        progress((existed ? "using existing layer " : "creating new layer ") + digest);
+        return Layer{std::string(type), digest, uint64_t(bytes.size())};
+    };
+
+    // Start from the base model's layers (FROM <model>) or a new GGUF (FROM <file>).
+    std::vector<Layer> base;
+    ModelConfig        config;
+    Layer              model_layer;
+    const Source       from = find_source(mf.from[0], "FROM");
+    if (from.file) {
+        progress("parsing GGUF");
+        model_layer = add_file_layer(*from.file, media_type::model);
+        if (options.describe) {
+            config = options.describe(*from.file);
+        }
+    } else {
+        const Layer * inherited = from.model->find(media_type::model);
+        if (inherited == nullptr) {
+            throw error(ErrorKind::internal, "FROM model '" + mf.from[0] + "' has no model layer");
+        }
+        if (from.model->find(media_type::adapter) != nullptr) {
+            throw error(ErrorKind::bad_request, "FROM model '" + mf.from[0] + "' uses an adapter; adapters are not supported yet");
+        }
+        model_layer = *inherited;
+        base        = from.model->layers;
+        try {
+            config = config_from_json(nlohmann::json::parse(read_blob(from.model->config.digest, 1u << 20)));
+        } catch (const std::exception &) {
+            config = ModelConfig{};
+        }
+    }
+    auto inherited = [&](std::string_view type) -> std::optional<Layer> {
+        for (const auto & layer : base) {
+            if (layer.media_type == type) {
+                return layer;
+            }
+        }
+        return std::nullopt;
+    };
+
+    std::optional<Layer> projector = inherited(media_type::projector);
+    if (mf.from.size() == 2) {
+        const Source src = find_source(mf.from[1], "FROM (projector)");
+        if (!src.file) {
+            throw error(ErrorKind::bad_request, "the second FROM must be a projector GGUF file");
+        }
+        projector = add_file_layer(*src.file, media_type::projector);
+    }
+
+    std::optional<Layer> draft = inherited(media_type::draft);
+    if (mf.draft) {
+        const Source src = find_source(*mf.draft, "DRAFT");
+        if (src.file) {
+            draft = add_file_layer(*src.file, media_type::draft);
+        } else {
+            const Layer * layer = src.model->find(media_type::model);
+            if (layer == nullptr) {
+                throw error(ErrorKind::internal, "DRAFT model '" + *mf.draft + "' has no model layer");
+            }
+            draft = Layer{std::string(media_type::draft), layer->digest, layer->size};
+        }
+        if (draft->digest == model_layer.digest) {
+            throw error(ErrorKind::bad_request, "DRAFT must be a different model than FROM");
+        }
+    }
+
+    Parameters params;
+    if (auto layer = inherited(media_type::params)) {
+        try {
+            // Unknown keys from another tool's params layer are dropped rather than failing
+            // the create; resolve() reports them for models that are not re-created.
+            const auto j = nlohmann::json::parse(read_blob(layer->digest, 1u << 20));
+            for (const auto & [key, value] : j.items()) {
+                params.set_json(key, value);
+            }
+        } catch (const nlohmann::json::exception &) {
+            throw error(ErrorKind::internal, "FROM model '" + mf.from[0] + "' has a corrupt params layer");
+        }
+    }
+    params.merge_from(mf.params);
+
+    std::vector<Layer> layers{model_layer};
+    if (projector) {
+        layers.push_back(*projector);
+    }
+    if (draft) {
+        layers.push_back(*draft);
+    }
+    if (!params.empty()) {
+        layers.push_back(add_bytes_layer(to_json(params).dump(), media_type::params));
+    }
+    if (mf.template_text) {
+        layers.push_back(add_bytes_layer(*mf.template_text, media_type::templ));
+    } else if (auto layer = inherited(media_type::templ)) {
+        layers.push_back(*layer);
+    }
+    if (mf.system) {
+        if (!mf.system->empty()) { // SYSTEM "" clears an inherited system prompt
+            layers.push_back(add_bytes_layer(*mf.system, media_type::system));
+        }
+    } else if (auto layer = inherited(media_type::system)) {
+        layers.push_back(*layer);
+    }
+    if (!mf.licenses.empty()) {
+        for (const auto & license : mf.licenses) {
+            layers.push_back(add_bytes_layer(license, media_type::license));
+        }
+    } else {
+        for (const auto & layer : base) {
+            if (layer.media_type == media_type::license) {
+                layers.push_back(layer);
+            }
+        }
+    }
+    if (!mf.messages.empty()) {
+        nlohmann::json messages = nlohmann::json::array();
+        for (const auto & m : mf.messages) {
+            messages.push_back({{"role", m.role}, {"content", m.content}});
+        }
+        layers.push_back(add_bytes_layer(messages.dump(), media_type::messages));
+    } else if (auto layer = inherited(media_type::messages)) {
+        layers.push_back(*layer);
+    }
+    // Layers of kinds this server does not interpret travel along unchanged.
+    for (const auto & layer : base) {
+        const auto & t = layer.media_type;
+        if (t != media_type::model && t != media_type::projector && t != media_type::draft &&
+            t != media_type::params && t != media_type::templ && t != media_type::system &&
+            t != media_type::license && t != media_type::messages) {
+            layers.push_back(layer);
+        }
+    }
+
+    config.diff_ids.clear();
+    for (const auto & layer : layers) {
+        config.diff_ids.push_back(layer.digest);
+    }
+    if (config.model_format.empty()) {
+        config.model_format = "gguf";
+    }
+    Manifest manifest;
+    manifest.config = add_bytes_layer(to_json(config).dump(), media_type::config);
+    manifest.layers = std::move(layers);
+    progress("writing manifest");
+    write_manifest(name, manifest);
+    progress("success");
+    return manifest;
+}
+
+// --- resolve
+
+ResolvedModel Store::resolve(const ModelName & name) const {
+    const auto bytes = read_manifest_bytes(name);
+    if (!bytes) {
+        throw error(ErrorKind::not_found, "model '" + name.display() + "' not found");
+    }
+    ResolvedModel out;
+    out.name   = name;
+    out.digest = sha256_digest(*bytes);
+    try {
+        out.manifest = parse_manifest(*bytes);
+    } catch (const std::invalid_argument & e) {
+        throw error(ErrorKind::internal, "the manifest of " + name.display() + " is corrupt: " + e.what());
+    }
+    const Manifest & m = out.manifest;
+
+    // A blob path, checked to exist with the size the manifest promises.
+    auto blob_file = [&](const Layer & layer) {
+        const fs::path  path = blob_path(layer.digest);
+        std::error_code ec;
+        if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) != layer.size) {
+            throw error(ErrorKind::internal, "model '" + name.display() + "' is incomplete: blob " + layer.digest +
+                                                 " is missing or truncated; create or pull it again");
+        }
+        return path;
+    };
+    auto text = [&](const Layer & layer) {
+        blob_file(layer);
+        return read_blob(layer.digest);
+    };
+
+    if (m.find(media_type::adapter) != nullptr) {
+        throw error(ErrorKind::bad_request, "model '" + name.display() + "' uses an adapter; adapters are not supported yet");
+    }
+    const Layer * model = m.find(media_type::model);
+    if (model == nullptr) {
+        throw error(ErrorKind::bad_request, "model '" + name.display() + "' has no GGUF model layer");
+    }
+    out.model_gguf = blob_file(*model);
+    if (const Layer * layer = m.find(media_type::projector)) {
+        out.projector = blob_file(*layer);
+    }
+    if (const Layer * layer = m.find(media_type::draft)) {
+        out.draft = blob_file(*layer);
+    }
+    try {
+        out.config = config_from_json(nlohmann::json::parse(read_blob(m.config.digest, 1u << 20)));
+    } catch (const std::exception &) {
+        out.config = ModelConfig{}; // details are cosmetic; the model still runs
+    }
+    if (const Layer * layer = m.find(media_type::params)) {
+        const auto j = nlohmann::json::parse(text(*layer), nullptr, false);
+        if (!j.is_object()) {
+            throw error(ErrorKind::internal, "model '" + name.display() + "' has a corrupt params layer");
+        }
+        for (const auto & [key, value] : j.items()) {
+            if (!is_known_parameter(key)) {
+                out.unsupported_params.push_back(key);
+            } else if (auto err = out.params.set_json(key, value)) {
+                throw error(ErrorKind::internal, "model '" + name.display() + "' has a bad parameter: " + *err);
+            }
+        }
+    }
+    if (const Layer * layer = m.find(media_type::system)) {
+        out.system = text(*layer);
+    }
+    if (const Layer * layer = m.find(media_type::templ)) {
+        out.template_text = text(*layer);
+    }
+    for (const Layer * layer : m.find_all(media_type::license)) {
+        out.licenses.push_back(text(*layer));
+    }
+    if (const Layer * layer = m.find(media_type::messages)) {
+        const auto j = nlohmann::json::parse(text(*layer), nullptr, false);
+        if (!j.is_array()) {
+            throw error(ErrorKind::internal, "model '" + name.display() + "' has a corrupt messages layer");
+        }
+        for (const auto & msg : j) {
+            if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string() || !msg.contains("content") ||
+                !msg["content"].is_string()) {
+                throw error(ErrorKind::internal, "model '" + name.display() + "' has a corrupt messages layer");
+            }
+            out.messages.push_back({msg["role"].get<std::string>(), msg["content"].get<std::string>()});
+        }
+    }
+    return out;
+}
+
+Modelfile ResolvedModel::modelfile() const {
+    Modelfile mf;
+    mf.from.push_back(model_gguf.string());
+    if (projector) {
+        mf.from.push_back(projector->string());
+    }
+    if (draft) {
+        mf.draft = draft->string();
+    }
+    mf.params = params;
+    if (!system.empty()) {
+        mf.system = system;
+    }
+    mf.template_text = template_text;
+    mf.licenses      = licenses;
+    mf.messages      = messages;
+    return mf;
+}
+
+} // namespace specd::models
