@@ -26,7 +26,7 @@ if(SPECD_LLAMA_DIR)
   add_subdirectory(${SPECD_LLAMA_DIR} ${CMAKE_BINARY_DIR}/llama.cpp EXCLUDE_FROM_ALL)
   target_link_libraries(specd_llama INTERFACE llama-common mtmd cpp-httplib llama ggml)
   target_include_directories(specd_llama INTERFACE
-    ${SPECD_LLAMA_DIR}/tools/mtmd ${SPECD_LLAMA_DIR}/vendor)
+    ${SPECD_LLAMA_DIR}/tools/mtmd ${SPECD_LLAMA_DIR}/vendor ${SPECD_LLAMA_DIR}/vendor/cpp-httplib)
   set(SPECD_LLAMA_MODELS ${SPECD_LLAMA_DIR}/models)
   return()
 endif()
@@ -60,5 +60,5 @@ list(TRANSFORM _libs PREPEND specd_llama_)
 target_link_libraries(specd_llama INTERFACE
   "$<LINK_GROUP:RESCAN,${_libs}>" Threads::Threads ${CMAKE_DL_LIBS})
 target_include_directories(specd_llama SYSTEM INTERFACE
-  ${_p}/include ${_p}/include/common ${_p}/include/mtmd ${_p}/vendor)
+  ${_p}/include ${_p}/include/common ${_p}/include/mtmd ${_p}/vendor ${_p}/vendor/cpp-httplib)
 set(SPECD_LLAMA_MODELS ${_p}/models)

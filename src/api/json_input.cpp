@@ -1,0 +1,65 @@
+#include "api/json_input.h"
+
+#include "core/error.h"
+
+namespace specd::api {
+
+namespace {
+
+// Deepest bracket nesting outside string literals.
+int nesting_depth(std::string_view s) {
+    int  depth = 0, max_depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        if (c == '"') in_string = true;
+        else if (c == '{' || c == '[') max_depth = std::max(max_depth, ++depth);
+        else if (c == '}' || c == ']') --depth;
+    }
+    return max_depth;
+}
+
+} // namespace
+
+json parse_body(std::string_view body) {
+    if (body.empty()) throw bad_request("missing request body");
+    if (nesting_depth(body) > k_max_json_depth) {
+        throw bad_request("request body nests deeper than " + std::to_string(k_max_json_depth) + " levels");
+    }
+    json j;
+    try {
+        j = json::parse(body);
+    } catch (const json::parse_error & e) {
+        // nlohmann's message says where and why (including ill-formed UTF-8).
+        throw bad_request(std::string("invalid JSON: ") + e.what());
+    }
+    if (!j.is_object()) throw bad_request("request body must be a JSON object");
+    return j;
+}
+
+std::optional<std::string> opt_string(const json & obj, const char * key) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (!it->is_string()) throw bad_request(std::string(key) + " must be a string");
+    return it->get<std::string>();
+}
+
+std::optional<bool> opt_bool(const json & obj, const char * key) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (!it->is_boolean()) throw bad_request(std::string(key) + " must be a boolean");
+    return it->get<bool>();
+}
+
+std::string require_string(const json & obj, const char * key) {
+    auto v = opt_string(obj, key);
+    if (!v || v->empty()) throw bad_request(std::string(key) + " is required");
+    return *v;
+}
+
+} // namespace specd::api

@@ -1,0 +1,126 @@
+#include "api/model_catalog.h"
+
+#include "api/ollama_response.h"
+#include "engine/gguf_info.h"
+
+namespace specd::api {
+
+namespace {
+
+models::ModelName parse_name(const std::string & name) { return models::parse_or_throw(name); }
+
+Error unknown_model(const std::string & name) {
+    return Error(ErrorKind::not_found, "model \"" + name + "\" not found, try pulling it first");
+}
+
+json details_of(const models::ModelConfig & c) {
+    json families = json::array();
+    for (const auto & f : c.model_families) families.push_back(f);
+    if (families.empty() && !c.model_family.empty()) families.push_back(c.model_family);
+    return {{"parent_model", ""}, {"format", c.model_format.empty() ? "gguf" : c.model_format},
+            {"family", c.model_family}, {"families", families},
+            {"parameter_size", c.model_type}, {"quantization_level", c.file_type}};
+}
+
+json meta_value(const engine::MetaEntry & e) {
+    return std::visit(
+        [](const auto & v) -> json {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, engine::MetaEntry::Array>) return nullptr; // Ollama omits big arrays
+            else return v;
+        },
+        e.value);
+}
+
+} // namespace
+
+ServedModel catalog_resolve(const models::Store & store, const std::string & name) {
+    const auto parsed = parse_name(name);
+    models::ResolvedModel r;
+    try {
+        r = store.resolve(parsed);
+    } catch (const Error & e) {
+        if (e.kind() == ErrorKind::not_found) throw unknown_model(name);
+        throw;
+    }
+    if (r.template_text) throw bad_request("model \"" + name + "\" has a TEMPLATE, which is not supported yet");
+    ServedModel m;
+    m.files.name   = parsed.display();
+    m.files.gguf   = r.model_gguf;
+    m.files.digest = r.digest;
+    m.files.system = r.system;
+    m.params       = r.params;
+    return m;
+}
+
+json catalog_tags(const models::Store & store) {
+    json models = json::array();
+    for (const auto & e : store.list()) {
+        models.push_back({{"name", e.name.display()}, {"model", e.name.display()},
+                          {"modified_at", format_time(e.modified)}, {"size", e.size},
+                          {"digest", e.digest}, {"details", details_of(e.config)}});
+    }
+    return {{"models", models}};
+}
+
+json catalog_show(const models::Store & store, const std::string & name) {
+    const auto parsed = parse_name(name);
+    models::ResolvedModel r;
+    try {
+        r = store.resolve(parsed);
+    } catch (const Error & e) {
+        if (e.kind() == ErrorKind::not_found) throw unknown_model(name);
+        throw;
+    }
+    const engine::GgufInfo info = engine::read_gguf_info(r.model_gguf);
+    json model_info = json::object();
+    for (const auto & e : info.metadata) {
+        if (e.key.rfind("tokenizer.", 0) == 0 && std::holds_alternative<engine::MetaEntry::Array>(e.value)) {
+            model_info[e.key] = nullptr;
+            continue;
+        }
+        if (e.key == "tokenizer.chat_template") continue; // shown as "template"
+        model_info[e.key] = meta_value(e);
+    }
+    model_info["general.parameter_count"] = info.n_params;
+
+    std::string license;
+    for (const auto & l : r.licenses) license += (license.empty() ? "" : "\n") + l;
+    json out = {{"modelfile", models::format_modelfile(r.modelfile())},
+                {"parameters", models::to_show_text(r.params)},
+                {"template", r.template_text.value_or(info.chat_template)},
+                {"details", details_of(r.config)},
+                {"model_info", model_info},
+                {"capabilities", json::array({"completion"})}};
+    if (!r.system.empty()) out["system"] = r.system;
+    if (!license.empty()) out["license"] = license;
+    for (const auto & e : store.list()) {
+        if (e.name == parsed) out["modified_at"] = format_time(e.modified);
+    }
+    return out;
+}
+
+void catalog_delete(models::Store & store, const std::string & name) {
+    if (!store.remove(parse_name(name))) throw unknown_model(name);
+}
+
+void catalog_copy(models::Store & store, const std::string & source, const std::string & destination) {
+    try {
+        store.copy(parse_name(source), parse_name(destination));
+    } catch (const Error & e) {
+        if (e.kind() == ErrorKind::not_found) throw unknown_model(source);
+        throw;
+    }
+}
+
+models::ModelConfig describe_gguf(const std::filesystem::path & gguf) {
+    const engine::GgufInfo info = engine::read_gguf_info(gguf);
+    models::ModelConfig c;
+    c.model_family   = info.architecture;
+    c.model_families = {info.architecture};
+    c.model_type     = engine::format_parameter_count(info.n_params);
+    c.file_type      = info.file_type;
+    return c;
+}
+
+} // namespace specd::api

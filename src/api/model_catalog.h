@@ -1,0 +1,28 @@
+#pragma once
+// The store as the API shows it: resolving a request's model name, and the bodies of
+// /api/tags, /api/show, /api/delete and /api/copy.
+#include "api/json_input.h"
+#include "core/request.h"
+#include "models/store.h"
+
+#include <string>
+
+namespace specd::api {
+
+struct ServedModel {
+    ModelFiles         files;
+    models::Parameters params;
+};
+
+// Throws specd::Error: bad_request for an invalid name, not_found for an unknown model.
+ServedModel catalog_resolve(const models::Store & store, const std::string & name);
+
+json catalog_tags(const models::Store & store);
+json catalog_show(const models::Store & store, const std::string & name);
+void catalog_delete(models::Store & store, const std::string & name);
+void catalog_copy(models::Store & store, const std::string & source, const std::string & destination);
+
+// The config blob's details from a GGUF header (for create).
+models::ModelConfig describe_gguf(const std::filesystem::path & gguf);
+
+} // namespace specd::api

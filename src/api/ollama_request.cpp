@@ -1,0 +1,211 @@
+#include "api/ollama_request.h"
+
+#include "core/error.h"
+#include "grammar/json_schema.h"
+
+#include <cmath>
+#include <regex>
+#include <set>
+
+namespace specd::api {
+
+namespace {
+
+// Ollama options that only steer GPU placement or memory locking: nothing to do on the CPU
+// backend, so accepting them changes no output.
+const std::set<std::string> k_placement_options = {
+    "num_gpu", "main_gpu", "low_vram", "f16_kv", "use_mlock", "numa", "vocab_only", "logits_all",
+};
+
+void reject_unimplemented(const json & body, PromptSpec::Kind kind) {
+    if (auto it = body.find("images"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+        throw bad_request("images are not supported yet by this server");
+    }
+    if (auto it = body.find("template"); it != body.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) {
+        throw bad_request("template (Ollama Go templates) is not supported yet by this server");
+    }
+    if (auto it = body.find("think"); it != body.end() && !it->is_null()) {
+        if (!(it->is_boolean() || it->is_string())) throw bad_request("think must be a boolean or \"low\", \"medium\", \"high\"");
+        if (!(it->is_boolean() && !it->get<bool>())) throw bad_request("think is not supported yet by this server");
+    }
+    if (auto it = body.find("logprobs"); it != body.end() && !it->is_null()) {
+        if (!it->is_boolean()) throw bad_request("logprobs must be a boolean");
+        if (it->get<bool>()) throw bad_request("logprobs is not supported yet by this server");
+    }
+    if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null()) {
+        if (!it->is_number_integer()) throw bad_request("top_logprobs must be an integer");
+        if (it->get<int64_t>() != 0) throw bad_request("top_logprobs is not supported yet by this server");
+    }
+    if (kind == PromptSpec::Kind::chat) {
+        if (auto it = body.find("tools"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+            throw bad_request("tools are not supported yet by this server");
+        }
+    }
+}
+
+void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind) {
+    d.model = require_string(body, "model");
+    reject_unimplemented(body, kind);
+    d.stream = opt_bool(body, "stream").value_or(true);
+    GenerateRequest & r = d.request;
+    r.prompt.kind       = kind;
+    r.generate.truncate = opt_bool(body, "truncate").value_or(true);
+    r.generate.shift    = opt_bool(body, "shift").value_or(true);
+    if (auto it = body.find("format"); it != body.end()) r.generate.grammar = format_grammar(*it);
+    if (auto it = body.find("keep_alive"); it != body.end()) r.keep_alive = parse_keep_alive(*it);
+    if (auto it = body.find("options"); it != body.end() && !it->is_null()) {
+        if (!it->is_object()) throw bad_request("options must be an object");
+        d.options = *it;
+    } else {
+        d.options = json::object();
+    }
+}
+
+} // namespace
+
+DecodedRequest decode_generate(const json & body) {
+    DecodedRequest d;
+    decode_common(body, d, PromptSpec::Kind::generate);
+    PromptSpec & p = d.request.prompt;
+    p.prompt = opt_string(body, "prompt").value_or("");
+    p.system = opt_string(body, "system").value_or("");
+    p.suffix = opt_string(body, "suffix").value_or("");
+    p.raw    = opt_bool(body, "raw").value_or(false);
+    if (auto it = body.find("context"); it != body.end() && !it->is_null()) {
+        if (!it->is_array()) throw bad_request("context must be an array of token ids");
+        for (const auto & t : *it) {
+            if (!t.is_number_integer()) throw bad_request("context must be an array of token ids");
+            const int64_t v = t.get<int64_t>();
+            if (v < 0 || v > INT32_MAX) throw bad_request("context holds an invalid token id");
+            p.context.push_back(static_cast<int32_t>(v));
+        }
+    }
+    d.request.load_only = p.prompt.empty() && p.suffix.empty();
+    return d;
+}
+
+DecodedRequest decode_chat(const json & body) {
+    DecodedRequest d;
+    decode_common(body, d, PromptSpec::Kind::chat);
+    PromptSpec & p = d.request.prompt;
+    if (auto it = body.find("messages"); it != body.end() && !it->is_null()) {
+        if (!it->is_array()) throw bad_request("messages must be an array");
+        size_t i = 0;
+        for (const auto & m : *it) {
+            const std::string where = "messages[" + std::to_string(i++) + "]";
+            if (!m.is_object()) throw bad_request(where + " must be an object");
+            const auto role = opt_string(m, "role");
+            if (!role || role->empty()) throw bad_request(where + ": role is required");
+            static const std::set<std::string> roles = {"system", "user", "assistant", "tool"};
+            if (!roles.count(*role)) {
+                throw bad_request(where + ": invalid role \"" + *role + "\" (expected system, user, assistant or tool)");
+            }
+            if (auto im = m.find("images"); im != m.end() && !im->is_null() && !(im->is_array() && im->empty())) {
+                throw bad_request("images are not supported yet by this server");
+            }
+            if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null() && !(tc->is_array() && tc->empty())) {
+                throw bad_request("tool_calls are not supported yet by this server");
+            }
+            p.messages.push_back({*role, opt_string(m, "content").value_or("")});
+        }
+    }
+    // Ollama: a chat with no messages loads the model and answers done_reason "load".
+    d.request.load_only = p.messages.empty();
+    return d;
+}
+
+void apply_options(const models::Parameters & model_params, const json & request_options, GenerateRequest & req) {
+    models::Parameters p = model_params;
+    models::Parameters over;
+    for (const auto & [key, value] : request_options.items()) {
+        if (key == "use_mmap") {
+            if (!value.is_boolean()) throw bad_request("option use_mmap must be a boolean");
+            req.context.use_mmap = value.get<bool>();
+            continue;
+        }
+        if (k_placement_options.count(key)) continue;
+        if (key == "mirostat" || key == "mirostat_tau" || key == "mirostat_eta" || key == "tfs_z" ||
+            key == "penalize_newline") {
+            if (key == "mirostat" && value.is_number() && value.get<double>() == 0) continue;
+            if (key == "tfs_z" && value.is_number() && value.get<double>() == 1) continue;
+            throw bad_request("option " + key + " is not supported by this server");
+        }
+        if (auto err = over.set_json(key, value)) throw bad_request("invalid option: " + *err);
+    }
+    p.merge_from(over);
+
+    ContextOptions &  c = req.context;
+    GenerateOptions & g = req.generate;
+    SamplingOptions & s = g.sampling;
+    if (p.num_ctx) c.num_ctx = *p.num_ctx;
+    if (p.num_batch) c.num_batch = *p.num_batch;
+    if (p.num_thread) c.num_thread = *p.num_thread;
+    if (c.num_ctx > k_max_num_ctx) {
+        throw bad_request("num_ctx must be between 1 and " + std::to_string(k_max_num_ctx));
+    }
+    if (c.num_thread > 1024) throw bad_request("num_thread must be at most 1024");
+    c.num_batch = std::min(c.num_batch, c.num_ctx);
+
+    if (p.num_predict) g.num_predict = *p.num_predict;
+    if (g.num_predict > k_max_num_predict) {
+        throw bad_request("num_predict must be at most " + std::to_string(k_max_num_predict) +
+                          " (or -1 for no limit, -2 to fill the context)");
+    }
+    if (p.num_keep) g.num_keep = *p.num_keep < 0 ? c.num_ctx : *p.num_keep;
+    if (!p.stop.empty()) g.stop = p.stop;
+    if (p.temperature) s.temperature = static_cast<float>(*p.temperature);
+    if (p.top_k) s.top_k = *p.top_k;
+    if (p.top_p) s.top_p = static_cast<float>(*p.top_p);
+    if (p.min_p) s.min_p = static_cast<float>(*p.min_p);
+    if (p.typical_p) s.typical_p = static_cast<float>(*p.typical_p);
+    if (p.repeat_penalty) s.repeat_penalty = static_cast<float>(*p.repeat_penalty);
+    if (s.repeat_penalty <= 0.0f) throw bad_request("repeat_penalty must be greater than 0 (1 disables it)");
+    if (p.repeat_last_n) s.repeat_last_n = *p.repeat_last_n < 0 ? c.num_ctx : *p.repeat_last_n;
+    if (p.presence_penalty) s.presence_penalty = static_cast<float>(*p.presence_penalty);
+    if (p.frequency_penalty) s.frequency_penalty = static_cast<float>(*p.frequency_penalty);
+    if (p.seed) s.seed = *p.seed;
+}
+
+std::optional<KeepAlive> parse_keep_alive(const json & v) {
+    using namespace std::chrono;
+    if (v.is_null()) return std::nullopt;
+    if (v.is_number()) {
+        const double secs = v.get<double>();
+        if (!std::isfinite(secs)) throw bad_request("keep_alive must be a finite number of seconds");
+        if (secs < 0) return KeepAlive(-1);
+        if (secs > 1e9) throw bad_request("keep_alive is too long");
+        return duration_cast<KeepAlive>(duration<double>(secs));
+    }
+    if (!v.is_string()) throw bad_request("keep_alive must be a duration string or a number of seconds");
+    const std::string s = v.get<std::string>();
+    if (s.empty()) return std::nullopt;
+    if (s[0] == '-') return KeepAlive(-1);
+    static const std::regex whole(R"(^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$|^\d+$)");
+    if (!std::regex_match(s, whole)) throw bad_request("invalid keep_alive duration: \"" + s + "\"");
+    if (s.find_first_not_of("0123456789") == std::string::npos) {
+        return parse_keep_alive(json(std::stod(s)));
+    }
+    static const std::regex part(R"((\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h))");
+    double secs = 0;
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), part); it != std::sregex_iterator(); ++it) {
+        const double n    = std::stod((*it)[1]);
+        const auto   unit = (*it)[2].str();
+        secs += unit == "h" ? n * 3600 : unit == "m" ? n * 60 : unit == "s" ? n
+              : unit == "ms" ? n / 1e3 : (unit == "us" || unit == "µs") ? n / 1e6 : n / 1e9;
+    }
+    return parse_keep_alive(json(secs));
+}
+
+std::string format_grammar(const json & format) {
+    if (format.is_null()) return "";
+    if (format.is_string()) {
+        const auto s = format.get<std::string>();
+        if (s.empty()) return "";
+        if (s == "json") return grammar::json_object_grammar();
+        throw bad_request("invalid format: \"" + s + "\"; expected \"json\" or a valid JSON Schema object");
+    }
+    if (format.is_object()) return grammar::schema_to_grammar(format.dump());
+    throw bad_request("invalid format: " + format.dump() + "; expected \"json\" or a valid JSON Schema object");
+}
+
+} // namespace specd::api

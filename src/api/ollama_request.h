@@ -1,0 +1,36 @@
+#pragma once
+// Ollama's /api/generate and /api/chat bodies -> GenerateRequest, validated at the edge:
+// wrong types, out-of-range options, unknown roles and fields specd does not implement yet
+// are 400s that name the field, never silently ignored.
+#include "api/json_input.h"
+#include "core/request.h"
+#include "models/parameters.h"
+
+#include <optional>
+#include <string>
+
+namespace specd::api {
+
+struct DecodedRequest {
+    std::string     model;   // as the client wrote it
+    bool            stream = true;
+    GenerateRequest request; // request.model is filled in later from the store
+    json            options; // the request's own options, applied over the model's
+};
+
+DecodedRequest decode_generate(const json & body);
+DecodedRequest decode_chat(const json & body);
+
+// Model parameters, then the request's options, onto the request's option structs.
+void apply_options(const models::Parameters & model_params, const json & request_options, GenerateRequest & req);
+
+// keep_alive: a number of seconds or a Go-style duration ("5m", "1h30m", "0", "-1").
+std::optional<KeepAlive> parse_keep_alive(const json & value);
+
+// `format` -> grammar: "json", a JSON-schema object, or absent.
+std::string format_grammar(const json & format);
+
+inline constexpr int32_t k_max_num_ctx     = 1 << 24;
+inline constexpr int32_t k_max_num_predict = 1 << 24;
+
+} // namespace specd::api

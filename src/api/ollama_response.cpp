@@ -1,0 +1,60 @@
+#include "api/ollama_response.h"
+
+#include "engine/utf8_stream.h"
+
+#include <ctime>
+
+namespace specd::api {
+
+std::string format_time(std::chrono::system_clock::time_point t) {
+    using namespace std::chrono;
+    const auto    secs = time_point_cast<seconds>(t);
+    const auto    ns   = duration_cast<nanoseconds>(t - secs).count();
+    const time_t  tt   = system_clock::to_time_t(secs);
+    std::tm       tm{};
+    gmtime_r(&tt, &tm);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ns));
+    return buf;
+}
+
+json text_chunk(const std::string & model, const std::string & text, bool chat) {
+    json j = {{"model", model}, {"created_at", format_time(std::chrono::system_clock::now())}};
+    if (chat) j["message"] = {{"role", "assistant"}, {"content", text}};
+    else j["response"] = text;
+    j["done"] = false;
+    return j;
+}
+
+json final_chunk(const std::string & model, const scheduler::DoneInfo & d, bool chat, const std::string & full_text) {
+    json j = text_chunk(model, full_text, chat);
+    j["done"]        = true;
+    j["done_reason"] = done_reason_name(d.reason);
+    if (!chat && (d.reason == DoneReason::stop || d.reason == DoneReason::length)) j["context"] = d.context;
+    j["total_duration"]       = d.total_ns;
+    j["load_duration"]        = d.load_ns;
+    j["prompt_eval_count"]    = d.prompt_eval_count;
+    j["prompt_eval_duration"] = d.prompt_eval_ns;
+    j["eval_count"]           = d.eval_count;
+    j["eval_duration"]        = d.eval_ns;
+    return j;
+}
+
+json error_body(const std::string & message) {
+    // Messages can quote client input; keep the body valid UTF-8 JSON whatever it held.
+    return json{{"error", engine::sanitize_utf8(message)}};
+}
+
+int http_status(ErrorKind kind) {
+    switch (kind) {
+        case ErrorKind::bad_request: return 400;
+        case ErrorKind::not_found:   return 404;
+        case ErrorKind::busy:        return 503;
+        case ErrorKind::cancelled:   return 499;
+        case ErrorKind::internal:    return 500;
+    }
+    return 500;
+}
+
+} // namespace specd::api

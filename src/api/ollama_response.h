@@ -1,0 +1,21 @@
+#pragma once
+// Ollama's response objects: streamed chunks, the final object with timings, errors.
+#include "api/json_input.h"
+#include "core/error.h"
+#include "scheduler/job.h"
+
+#include <chrono>
+#include <string>
+
+namespace specd::api {
+
+// RFC 3339 with nanoseconds, UTC, as Ollama writes timestamps.
+std::string format_time(std::chrono::system_clock::time_point t);
+
+json text_chunk(const std::string & model, const std::string & text, bool chat);
+json final_chunk(const std::string & model, const scheduler::DoneInfo & done, bool chat,
+                 const std::string & full_text = "");
+json error_body(const std::string & message);
+int  http_status(ErrorKind kind);
+
+} // namespace specd::api

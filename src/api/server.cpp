@@ -1,0 +1,203 @@
+#include "api/server.h"
+
+#include "api/json_input.h"
+#include "api/ollama_request.h"
+#include "api/ollama_response.h"
+#include "api/model_catalog.h"
+
+#include <httplib.h>
+
+#include <cstdio>
+
+namespace specd::api {
+
+namespace {
+
+constexpr auto k_poll = std::chrono::milliseconds(100);
+
+void send_json(httplib::Response & res, int status, const json & body) {
+    res.status = status;
+    res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json; charset=utf-8");
+}
+
+void send_error(httplib::Response & res, ErrorKind kind, const std::string & message) {
+    send_json(res, http_status(kind), error_body(message));
+}
+
+std::string ndjson_line(const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
+
+// Waits for the job's next event, cancelling it if the client goes away meanwhile.
+std::optional<scheduler::Event> next_event(scheduler::Job & job, const std::function<bool()> & client_gone) {
+    for (;;) {
+        if (auto e = job.events.pop(k_poll)) return e;
+        if (client_gone()) {
+            job.cancel = true;
+            return std::nullopt;
+        }
+    }
+}
+
+} // namespace
+
+Server::Server(ServerConfig cfg) :
+    cfg_(std::move(cfg)), store_(cfg_.models_dir), scheduler_(cfg_.scheduler), http_(std::make_unique<httplib::Server>()) {
+    register_routes();
+}
+
+Server::~Server() { stop(); }
+
+void Server::stop() {
+    // Work in flight is cancelled first: connection threads waiting on it can then finish,
+    // which the HTTP server's own shutdown waits for.
+    scheduler_.shutdown();
+    if (http_) http_->stop();
+}
+
+void Server::bind() {
+    if (!http_->bind_to_port(cfg_.host, cfg_.port)) {
+        throw std::runtime_error("cannot listen on " + cfg_.host + ":" + std::to_string(cfg_.port) +
+                                 " (address in use or not available)");
+    }
+}
+
+void Server::listen() {
+    std::fprintf(stderr, "specd %s listening on %s:%d\n", SPECD_VERSION, cfg_.host.c_str(), cfg_.port);
+    http_->listen_after_bind();
+}
+
+void Server::register_routes() {
+    auto & s = *http_;
+    s.new_task_queue = [] { return new httplib::ThreadPool(8, 1024); };
+    // Blob uploads can be large and stream to disk; JSON bodies are capped below, before
+    // they are read.
+    s.set_payload_max_length(std::numeric_limits<size_t>::max());
+    s.set_pre_routing_handler([this](const httplib::Request & req, httplib::Response & res) {
+        if (req.path.rfind("/api/blobs/", 0) == 0) return httplib::Server::HandlerResponse::Unhandled;
+        const auto len = req.get_header_value_u64("Content-Length");
+        if (len > cfg_.max_body_bytes) {
+            send_json(res, 413, error_body("request body is larger than " + std::to_string(cfg_.max_body_bytes) + " bytes"));
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+    s.set_exception_handler([](const httplib::Request &, httplib::Response & res, std::exception_ptr ep) {
+        try {
+            std::rethrow_exception(ep);
+        } catch (const Error & e) {
+            send_error(res, e.kind(), e.what());
+        } catch (const std::exception & e) {
+            send_error(res, ErrorKind::internal, e.what());
+        }
+    });
+    s.set_error_handler([](const httplib::Request &, httplib::Response & res) {
+        if (res.body.empty()) {
+            send_json(res, res.status, error_body(res.status == 404 ? "not found" : httplib::status_message(res.status)));
+        }
+    });
+
+    s.Get("/", [](const httplib::Request &, httplib::Response & res) { res.set_content("Ollama is running", "text/plain"); });
+    s.Get("/api/version", [](const httplib::Request &, httplib::Response & res) {
+        send_json(res, 200, {{"version", SPECD_VERSION}});
+    });
+
+    s.Post("/api/generate", [this](const httplib::Request & req, httplib::Response & res) {
+        serve_generation(req, res, decode_generate(parse_body(req.body)), false);
+    });
+    s.Post("/api/chat", [this](const httplib::Request & req, httplib::Response & res) {
+        serve_generation(req, res, decode_chat(parse_body(req.body)), true);
+    });
+    s.Get("/api/tags", [this](const httplib::Request &, httplib::Response & res) {
+        send_json(res, 200, catalog_tags(store_));
+    });
+    s.Post("/api/show", [this](const httplib::Request & req, httplib::Response & res) {
+        const json body = parse_body(req.body);
+        auto name = opt_string(body, "model");
+        if (!name) name = opt_string(body, "name");
+        if (!name || name->empty()) throw bad_request("model is required");
+        send_json(res, 200, catalog_show(store_, *name));
+    });
+    s.Get("/api/ps", [this](const httplib::Request &, httplib::Response & res) {
+        json models = json::array();
+        for (const auto & m : scheduler_.loaded()) {
+            json j = {{"name", m.name}, {"model", m.name}, {"size", m.size_bytes}, {"size_vram", 0},
+                      {"digest", m.digest}, {"context_length", m.context_length},
+                      {"details", {{"format", "gguf"}, {"family", m.family}, {"families", json::array({m.family})},
+                                   {"parameter_size", m.parameter_size}, {"quantization_level", m.quantization_level}}}};
+            // Ollama shows a far-future time for models kept forever.
+            j["expires_at"] = m.expires_at ? format_time(*m.expires_at) : "2318-01-01T00:00:00Z";
+            models.push_back(std::move(j));
+        }
+        send_json(res, 200, {{"models", models}});
+    });
+    s.Delete("/api/delete", [this](const httplib::Request & req, httplib::Response & res) {
+        const json body = parse_body(req.body);
+        auto name = opt_string(body, "model");
+        if (!name) name = opt_string(body, "name");
+        if (!name || name->empty()) throw bad_request("model is required");
+        catalog_delete(store_, *name);
+        res.status = 200;
+    });
+    s.Post("/api/copy", [this](const httplib::Request & req, httplib::Response & res) {
+        const json body = parse_body(req.body);
+        catalog_copy(store_, require_string(body, "source"), require_string(body, "destination"));
+        res.status = 200;
+    });
+}
+
+void Server::serve_generation(const httplib::Request & req, httplib::Response & res, DecodedRequest d, bool chat) {
+    const ServedModel m = catalog_resolve(store_, d.model);
+    d.request.model       = m.files;
+    d.request.context.num_ctx = cfg_.default_num_ctx;
+    apply_options(m.params, d.options, d.request);
+
+    auto job = scheduler_.submit(std::move(d.request));
+    const auto client_gone = [&req] { return req.is_connection_closed(); };
+    auto first = next_event(*job, client_gone);
+    if (!first) return; // the client left; its job is cancelled
+    if (first->kind == scheduler::Event::Kind::error) {
+        send_error(res, first->error, first->text);
+        return;
+    }
+    const std::string model = m.files.name;
+
+    if (!d.stream) {
+        std::string text;
+        std::optional<scheduler::Event> e = std::move(first);
+        for (; e; e = next_event(*job, client_gone)) {
+            if (e->kind == scheduler::Event::Kind::text) { text += e->text; continue; }
+            if (e->kind == scheduler::Event::Kind::error) { send_error(res, e->error, e->text); return; }
+            send_json(res, 200, final_chunk(model, e->done, chat, text));
+            return;
+        }
+        return;
+    }
+
+    res.status = 200;
+    auto pending = std::make_shared<std::optional<scheduler::Event>>(std::move(first));
+    res.set_chunked_content_provider(
+        "application/x-ndjson",
+        [job, pending, model, chat](size_t, httplib::DataSink & sink) {
+            std::optional<scheduler::Event> e = std::move(*pending);
+            pending->reset();
+            if (!e) e = job->events.pop(k_poll);
+            if (!e) {
+                if (!sink.is_writable()) { job->cancel = true; return false; }
+                return true;
+            }
+            std::string line;
+            bool        last = false;
+            switch (e->kind) {
+                case scheduler::Event::Kind::text:  line = ndjson_line(text_chunk(model, e->text, chat)); break;
+                case scheduler::Event::Kind::done:  line = ndjson_line(final_chunk(model, e->done, chat)); last = true; break;
+                case scheduler::Event::Kind::error: line = ndjson_line(error_body(e->text)); last = true; break;
+            }
+            if (!sink.write(line.data(), line.size())) { job->cancel = true; return false; }
+            if (last) sink.done();
+            return true;
+        },
+        [job](bool success) {
+            if (!success) job->cancel = true;
+        });
+}
+
+} // namespace specd::api

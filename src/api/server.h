@@ -1,0 +1,49 @@
+#pragma once
+// The HTTP server: Ollama's routes over the scheduler and the model store.
+#include "api/ollama_request.h"
+#include "models/store.h"
+#include "scheduler/scheduler.h"
+
+#include <memory>
+#include <string>
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+} // namespace httplib
+
+namespace specd::api {
+
+struct ServerConfig {
+    std::string           host = "127.0.0.1";
+    int                   port = 11434;
+    std::filesystem::path models_dir;
+    size_t                max_body_bytes = 64ull << 20; // JSON bodies; blob uploads stream to disk
+    int32_t               default_num_ctx = 4096;      // fixed, never derived from memory size
+    scheduler::SchedulerConfig scheduler;
+};
+
+class Server {
+  public:
+    explicit Server(ServerConfig cfg);
+    ~Server();
+
+    // Throws std::runtime_error when the address is taken or unavailable.
+    void bind();
+    // Serves until stop().
+    void listen();
+    // Stops accepting, cancels queued work, unloads models. Safe from a signal-watching thread.
+    void stop();
+
+  private:
+    void register_routes();
+    void serve_generation(const httplib::Request & req, httplib::Response & res, DecodedRequest d, bool chat);
+
+    ServerConfig                     cfg_;
+    models::Store                    store_;
+    scheduler::Scheduler             scheduler_;
+    std::unique_ptr<httplib::Server> http_;
+};
+
+} // namespace specd::api

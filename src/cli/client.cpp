@@ -1,0 +1,63 @@
+#include "cli/client.h"
+
+#include <httplib.h>
+
+namespace specd::cli {
+
+ApiClient::ApiClient(const std::string & host, int port) {
+    // A server bound to every interface is reached through loopback.
+    const std::string target = (host == "0.0.0.0" || host.empty()) ? "127.0.0.1" : host == "::" ? "::1" : host;
+    http_ = std::make_unique<httplib::Client>(target, port);
+    http_->set_connection_timeout(2);
+    http_->set_read_timeout(3600);
+}
+
+ApiClient::~ApiClient() = default;
+
+bool ApiClient::server_up() {
+    auto res = http_->Get("/api/version");
+    return res && res->status == 200;
+}
+
+int ApiClient::request(const std::string & method, const std::string & path, const nlohmann::json & body,
+                       std::string & out) {
+    httplib::Result res = method == "GET"      ? http_->Get(path)
+                          : method == "DELETE" ? http_->Delete(path, body.dump(), "application/json")
+                                               : http_->Post(path, body.dump(), "application/json");
+    if (!res) return 0;
+    out = res->body;
+    return res->status;
+}
+
+int ApiClient::stream(const std::string & path, const nlohmann::json & body,
+                      const std::function<bool(const nlohmann::json & line)> & on_line) {
+    std::string buffer;
+    std::string error_body;
+    int         status = 0;
+    httplib::Request req;
+    req.method = "POST";
+    req.path   = path;
+    req.body   = body.dump();
+    req.set_header("Content-Type", "application/json");
+    req.response_handler = [&](const httplib::Response & r) {
+        status = r.status;
+        return true;
+    };
+    req.content_receiver = [&](const char * data, size_t len, uint64_t, uint64_t) {
+        if (status != 200) { error_body.append(data, len); return true; }
+        buffer.append(data, len);
+        for (size_t nl; (nl = buffer.find('\n')) != std::string::npos;) {
+            const std::string line = buffer.substr(0, nl);
+            buffer.erase(0, nl + 1);
+            if (line.empty()) continue;
+            if (!on_line(nlohmann::json::parse(line, nullptr, false))) return false;
+        }
+        return true;
+    };
+    auto res = http_->send(req);
+    if (!res && status == 0) return 0;
+    if (status != 200) on_line(nlohmann::json::parse(error_body, nullptr, false));
+    return status;
+}
+
+} // namespace specd::cli

@@ -1,0 +1,196 @@
+// create, list, show, ps, rm, cp. Like Ollama's CLI, these go through the running server's
+// API when one answers; without a server they work on the store directly (ps needs one).
+#include "api/model_catalog.h"
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "core/settings.h"
+#include "models/modelfile.h"
+#include "models/store.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace specd::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+ApiClient client() {
+    const HostPort hp = configured_host();
+    return ApiClient(hp.host, hp.port);
+}
+
+int fail(const std::string & message) {
+    std::fprintf(stderr, "Error: %s\n", message.c_str());
+    return 1;
+}
+
+// Runs `via_api` when a server is up, else `direct` on the store; errors become exit 1.
+template <class Api, class Direct> int either(Api via_api, Direct direct) {
+    try {
+        ApiClient c = client();
+        if (c.server_up()) return via_api(c);
+        models::Store store(configured_models_dir());
+        return direct(store);
+    } catch (const std::exception & e) {
+        return fail(e.what());
+    }
+}
+
+std::string api_error(const std::string & body, int status) {
+    auto j = json::parse(body, nullptr, false);
+    if (j.is_object() && j.contains("error") && j["error"].is_string()) return j["error"];
+    return status == 0 ? "could not connect to the server" : "HTTP " + std::to_string(status);
+}
+
+void print_tags(const json & tags) {
+    std::printf("%-40s %-15s %-10s %s\n", "NAME", "ID", "SIZE", "MODIFIED");
+    for (const auto & m : tags["models"]) {
+        std::string id = m.value("digest", "");
+        if (id.rfind("sha256:", 0) == 0) id = id.substr(7);
+        std::printf("%-40s %-15s %-10s %s\n", m.value("name", "").c_str(), id.substr(0, 12).c_str(),
+                    (std::to_string(m.value("size", 0ull) / 1000000) + " MB").c_str(),
+                    m.value("modified_at", "").substr(0, 19).c_str());
+    }
+}
+
+} // namespace
+
+int cmd_create(const Args & args) {
+    std::string name, file = "Modelfile";
+    for (size_t i = 0; i < args.size(); ++i) {
+        if ((args[i] == "-f" || args[i] == "--file") && i + 1 < args.size()) file = args[++i];
+        else if (name.empty()) name = args[i];
+        else return fail("unexpected argument: " + args[i]);
+    }
+    if (name.empty()) return fail("usage: specd create NAME [-f Modelfile]");
+    try {
+        std::ifstream in(file);
+        if (!in) return fail("cannot read " + std::filesystem::path(file).filename().string());
+        std::stringstream text;
+        text << in.rdbuf();
+        const auto mf       = models::parse_modelfile(text.str());
+        const auto model    = models::parse_or_throw(name);
+        // The store is shared with a running server, which reads manifests per request, so
+        // the new model is served at once.
+        models::Store store(configured_models_dir());
+        models::CreateOptions opts;
+        opts.describe = api::describe_gguf;
+        opts.progress = [](const std::string & status) { std::fprintf(stderr, "%s\n", status.c_str()); };
+        store.create(model, mf, std::filesystem::absolute(file).parent_path(), opts);
+        std::fprintf(stderr, "success\n");
+        return 0;
+    } catch (const std::exception & e) {
+        return fail(e.what());
+    }
+}
+
+int cmd_list(const Args &) {
+    return either(
+        [](ApiClient & c) {
+            std::string body;
+            const int   status = c.request("GET", "/api/tags", {}, body);
+            if (status != 200) return fail(api_error(body, status));
+            print_tags(json::parse(body));
+            return 0;
+        },
+        [](models::Store & store) {
+            print_tags(api::catalog_tags(store));
+            return 0;
+        });
+}
+
+int cmd_show(const Args & args) {
+    if (args.empty()) return fail("usage: specd show MODEL [--modelfile|--parameters|--system|--template]");
+    const std::string name  = args[0];
+    const std::string which = args.size() > 1 ? args[1] : "";
+    auto print = [&](const json & s) {
+        if (which == "--modelfile") std::printf("%s", s.value("modelfile", "").c_str());
+        else if (which == "--parameters") std::printf("%s", s.value("parameters", "").c_str());
+        else if (which == "--system") std::printf("%s\n", s.value("system", "").c_str());
+        else if (which == "--template") std::printf("%s\n", s.value("template", "").c_str());
+        else {
+            const auto & d = s["details"];
+            std::printf("  Model\n    architecture        %s\n    parameters          %s\n    quantization        %s\n",
+                        d.value("family", "").c_str(), d.value("parameter_size", "").c_str(),
+                        d.value("quantization_level", "").c_str());
+            if (s.contains("model_info")) {
+                const auto & mi  = s["model_info"];
+                const auto   arc = d.value("family", "");
+                if (mi.contains(arc + ".context_length")) {
+                    std::printf("    context length      %s\n", mi[arc + ".context_length"].dump().c_str());
+                }
+            }
+            if (!s.value("parameters", "").empty()) std::printf("\n  Parameters\n%s", s.value("parameters", "").c_str());
+        }
+        return 0;
+    };
+    return either(
+        [&](ApiClient & c) {
+            std::string body;
+            const int   status = c.request("POST", "/api/show", {{"model", name}}, body);
+            if (status != 200) return fail(api_error(body, status));
+            return print(json::parse(body));
+        },
+        [&](models::Store & store) { return print(api::catalog_show(store, name)); });
+}
+
+int cmd_ps(const Args &) {
+    try {
+        ApiClient   c = client();
+        std::string body;
+        const int   status = c.request("GET", "/api/ps", {}, body);
+        if (status != 200) return fail(api_error(body, status));
+        std::printf("%-40s %-10s %-10s %-10s %s\n", "NAME", "SIZE", "CONTEXT", "PROCESSOR", "UNTIL");
+        for (const auto & m : json::parse(body)["models"]) {
+            std::printf("%-40s %-10s %-10s %-10s %s\n", m.value("name", "").c_str(),
+                        (std::to_string(m.value("size", 0ull) / 1000000) + " MB").c_str(),
+                        std::to_string(m.value("context_length", 0)).c_str(), "100% CPU",
+                        m.value("expires_at", "").substr(0, 19).c_str());
+        }
+        return 0;
+    } catch (const std::exception & e) {
+        return fail(e.what());
+    }
+}
+
+int cmd_rm(const Args & args) {
+    if (args.empty()) return fail("usage: specd rm MODEL...");
+    for (const auto & name : args) {
+        const int rc = either(
+            [&](ApiClient & c) {
+                std::string body;
+                const int   status = c.request("DELETE", "/api/delete", {{"model", name}}, body);
+                if (status != 200) return fail(api_error(body, status));
+                return 0;
+            },
+            [&](models::Store & store) {
+                api::catalog_delete(store, name);
+                return 0;
+            });
+        if (rc != 0) return rc;
+        std::printf("deleted '%s'\n", name.c_str());
+    }
+    return 0;
+}
+
+int cmd_cp(const Args & args) {
+    if (args.size() != 2) return fail("usage: specd cp SOURCE DESTINATION");
+    const int rc = either(
+        [&](ApiClient & c) {
+            std::string body;
+            const int   status = c.request("POST", "/api/copy", {{"source", args[0]}, {"destination", args[1]}}, body);
+            if (status != 200) return fail(api_error(body, status));
+            return 0;
+        },
+        [&](models::Store & store) {
+            api::catalog_copy(store, args[0], args[1]);
+            return 0;
+        });
+    if (rc == 0) std::printf("copied '%s' to '%s'\n", args[0].c_str(), args[1].c_str());
+    return rc;
+}
+
+} // namespace specd::cli

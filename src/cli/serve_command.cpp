@@ -1,0 +1,76 @@
+#include "api/server.h"
+#include "cli/commands.h"
+#include "core/settings.h"
+
+#include <csignal>
+#include <cstdio>
+#include <pthread.h>
+#include <thread>
+
+namespace specd::cli {
+
+namespace {
+
+std::chrono::nanoseconds default_keep_alive() {
+    if (auto v = setting("KEEP_ALIVE")) {
+        if (auto ka = api::parse_keep_alive(nlohmann::json(*v))) return *ka;
+    }
+    return std::chrono::minutes(5);
+}
+
+} // namespace
+
+int cmd_serve(const Args & args) {
+    api::ServerConfig cfg;
+    try {
+        HostPort hp = configured_host();
+        for (size_t i = 0; i < args.size(); ++i) {
+            if (args[i] == "--host" && i + 1 < args.size()) hp = parse_host(args[++i]);
+            else if (args[i] == "--models" && i + 1 < args.size()) cfg.models_dir = args[++i];
+            else if (args[i] == "--parallel" && i + 1 < args.size()) {
+                // One sequence per model for now: asking for more is an error, not a silent 1.
+                if (std::stoi(args[++i]) != 1) throw std::invalid_argument("--parallel above 1 is not supported yet");
+            } else throw std::invalid_argument("unknown argument: " + args[i]);
+        }
+        if (auto v = setting("NUM_PARALLEL"); v && *v != "1" && *v != "0") {
+            std::fprintf(stderr, "specd: NUM_PARALLEL=%s ignored: one sequence per model for now\n", v->c_str());
+        }
+        cfg.host = hp.host;
+        cfg.port = hp.port;
+        if (cfg.models_dir.empty()) cfg.models_dir = configured_models_dir();
+        if (auto v = setting("MAX_QUEUE")) cfg.scheduler.max_queue = std::stoul(*v);
+        if (auto v = setting("CONTEXT_LENGTH")) cfg.default_num_ctx = std::stoi(*v);
+        cfg.scheduler.default_keep_alive = default_keep_alive();
+    } catch (const std::exception & e) {
+        std::fprintf(stderr, "specd serve: %s\n", e.what());
+        return 2;
+    }
+
+    // Signals are taken by a watcher thread (sigwait), so stopping runs as normal code.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    try {
+        api::Server server(cfg);
+        server.bind();
+        std::thread watcher([&] {
+            int sig = 0;
+            sigwait(&set, &sig);
+            std::fprintf(stderr, "specd: signal %d, shutting down\n", sig);
+            server.stop();
+        });
+        server.listen();
+        raise(SIGTERM); // wakes the watcher if listening ended some other way
+        watcher.join();
+    } catch (const std::exception & e) {
+        std::fprintf(stderr, "specd serve: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
+
+} // namespace specd::cli

@@ -1,0 +1,57 @@
+#pragma once
+// Plain request data shared by the api, scheduler and engine layers (no JSON below api/).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace specd {
+
+// Defaults are Ollama's (see its API docs), so an existing client sees the same behaviour.
+struct SamplingOptions {
+    float   temperature       = 0.8f;
+    int32_t top_k             = 40;
+    float   top_p             = 0.9f;
+    float   min_p             = 0.0f;
+    float   typical_p         = 1.0f;
+    float   repeat_penalty    = 1.0f;
+    int32_t repeat_last_n     = 64;
+    float   presence_penalty  = 0.0f;
+    float   frequency_penalty = 0.0f;
+    int64_t seed              = -1; // -1: a fresh random seed per request
+};
+
+// Options that shape the loaded context: a request that changes them reloads the model.
+struct ContextOptions {
+    int32_t num_ctx    = 4096;
+    int32_t num_batch  = 512;
+    int32_t num_thread = 0; // 0: one per core
+    bool    use_mmap   = true;
+
+    bool operator==(const ContextOptions &) const = default;
+};
+
+// Everything about one generation that is not the prompt itself.
+struct GenerateOptions {
+    SamplingOptions          sampling;
+    int32_t                  num_predict = -1; // -1: until end of generation; -2: fill the context
+    int32_t                  num_keep    = 4;
+    std::vector<std::string> stop;
+    bool                     truncate = true; // false: a prompt over the context is an error
+    bool                     shift    = true; // false: reaching the context end ends the answer
+    std::string              grammar;         // GBNF; empty: unconstrained
+};
+
+enum class DoneReason { stop, length, load, unload };
+
+inline const char * done_reason_name(DoneReason r) {
+    switch (r) {
+        case DoneReason::stop:   return "stop";
+        case DoneReason::length: return "length";
+        case DoneReason::load:   return "load";
+        case DoneReason::unload: return "unload";
+    }
+    return "stop";
+}
+
+} // namespace specd

@@ -1,0 +1,62 @@
+#include "engine/backend.h"
+
+#include <llama.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+namespace specd::engine {
+
+namespace {
+
+struct Captured {
+    std::vector<std::string> errors;
+    std::vector<std::string> warnings;
+};
+
+thread_local LogCapture * tl_capture = nullptr;
+thread_local Captured     tl_lines;
+bool                      g_verbose = false;
+
+void log_callback(ggml_log_level level, const char * text, void *) {
+    if (tl_capture) {
+        if (level == GGML_LOG_LEVEL_ERROR) tl_lines.errors.emplace_back(text);
+        if (level == GGML_LOG_LEVEL_WARN) tl_lines.warnings.emplace_back(text);
+    }
+    // llama.cpp is chatty at info level; specd shows its errors, everything with SPECD_DEBUG.
+    if (g_verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+}
+
+std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+} // namespace
+
+void ensure_backend() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        const char * debug = std::getenv("SPECD_DEBUG");
+        g_verbose = debug && *debug && std::string(debug) != "0";
+        llama_log_set(log_callback, nullptr);
+        llama_backend_init();
+    });
+}
+
+LogCapture::LogCapture() : previous_(tl_capture) {
+    tl_capture = this;
+    tl_lines   = {};
+}
+
+LogCapture::~LogCapture() { tl_capture = previous_; }
+
+std::string LogCapture::last_error() const {
+    if (!tl_lines.errors.empty()) return trim(tl_lines.errors.back());
+    if (!tl_lines.warnings.empty()) return trim(tl_lines.warnings.back());
+    return "";
+}
+
+} // namespace specd::engine

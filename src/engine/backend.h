@@ -1,0 +1,26 @@
+#pragma once
+// Process-wide llama.cpp set-up: backend initialisation (once) and where its log goes.
+#include <string>
+
+namespace specd::engine {
+
+// Initialises the llama.cpp backend once per process; safe to call from any thread.
+void ensure_backend();
+
+// While alive on a thread, collects llama.cpp's warnings and errors logged on that thread,
+// so a failed load can say why instead of "failed to load".
+class LogCapture {
+  public:
+    LogCapture();
+    ~LogCapture();
+    LogCapture(const LogCapture &)             = delete;
+    LogCapture & operator=(const LogCapture &) = delete;
+
+    // The last error-level line (falls back to the last warning), trimmed.
+    std::string last_error() const;
+
+  private:
+    LogCapture * previous_;
+};
+
+} // namespace specd::engine

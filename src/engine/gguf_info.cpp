@@ -1,0 +1,94 @@
+#include "engine/gguf_info.h"
+
+#include "core/error.h"
+#include "engine/llama_handles.h"
+
+#include <cstdio>
+#include <fstream>
+
+namespace specd::engine {
+
+namespace {
+
+MetaEntry::Array array_of(const gguf_context * ctx, int64_t id) {
+    return {gguf_type_name(gguf_get_arr_type(ctx, id)), gguf_get_arr_n(ctx, id)};
+}
+
+MetaEntry read_entry(const gguf_context * ctx, int64_t id) {
+    MetaEntry e;
+    e.key = gguf_get_key(ctx, id);
+    switch (gguf_get_kv_type(ctx, id)) {
+        case GGUF_TYPE_UINT8:   e.value = int64_t(gguf_get_val_u8(ctx, id)); break;
+        case GGUF_TYPE_INT8:    e.value = int64_t(gguf_get_val_i8(ctx, id)); break;
+        case GGUF_TYPE_UINT16:  e.value = int64_t(gguf_get_val_u16(ctx, id)); break;
+        case GGUF_TYPE_INT16:   e.value = int64_t(gguf_get_val_i16(ctx, id)); break;
+        case GGUF_TYPE_UINT32:  e.value = int64_t(gguf_get_val_u32(ctx, id)); break;
+        case GGUF_TYPE_INT32:   e.value = int64_t(gguf_get_val_i32(ctx, id)); break;
+        case GGUF_TYPE_UINT64:  e.value = int64_t(gguf_get_val_u64(ctx, id)); break;
+        case GGUF_TYPE_INT64:   e.value = gguf_get_val_i64(ctx, id); break;
+        case GGUF_TYPE_FLOAT32: e.value = double(gguf_get_val_f32(ctx, id)); break;
+        case GGUF_TYPE_FLOAT64: e.value = gguf_get_val_f64(ctx, id); break;
+        case GGUF_TYPE_BOOL:    e.value = gguf_get_val_bool(ctx, id); break;
+        case GGUF_TYPE_STRING:  e.value = std::string(gguf_get_val_str(ctx, id)); break;
+        case GGUF_TYPE_ARRAY:   e.value = array_of(ctx, id); break;
+        default:                e.value = std::string("?"); break;
+    }
+    return e;
+}
+
+} // namespace
+
+GgufInfo read_gguf_info(const std::filesystem::path & path) {
+    const std::string shown = path.filename().string();
+    {
+        std::ifstream f(path, std::ios::binary);
+        if (!f) throw bad_request("model file not found: " + shown);
+        char magic[4] = {};
+        f.read(magic, 4);
+        if (f.gcount() != 4 || std::string(magic, 4) != "GGUF") {
+            throw bad_request("not a GGUF file: " + shown);
+        }
+    }
+    gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
+    gguf_ptr ctx(gguf_init_from_file(path.c_str(), params));
+    if (!ctx) throw bad_request("corrupt GGUF header: " + shown);
+
+    GgufInfo info;
+    const int64_t n_kv = gguf_get_n_kv(ctx.get());
+    for (int64_t i = 0; i < n_kv; ++i) info.metadata.push_back(read_entry(ctx.get(), i));
+    for (const auto & e : info.metadata) {
+        const auto * s = std::get_if<std::string>(&e.value);
+        const auto * n = std::get_if<int64_t>(&e.value);
+        if (e.key == "general.architecture" && s) info.architecture = *s;
+        if (e.key == "general.name" && s) info.name = *s;
+        if (e.key == "tokenizer.chat_template" && s) info.chat_template = *s;
+        if (e.key == "general.file_type" && n) {
+            info.file_type = llama_ftype_name(static_cast<llama_ftype>(*n));
+        }
+    }
+    for (const auto & e : info.metadata) {
+        const auto * n = std::get_if<int64_t>(&e.value);
+        if (n && e.key == info.architecture + ".context_length") info.context_length = *n;
+    }
+    for (int64_t t = 0; t < gguf_get_n_tensors(ctx.get()); ++t) {
+        const int64_t * ne = gguf_get_tensor_ne(ctx.get(), t);
+        uint64_t        n  = 1;
+        for (int d = 0; d < GGML_MAX_DIMS; ++d) n *= static_cast<uint64_t>(ne[d]);
+        info.n_params += n;
+    }
+    if (info.file_type.empty() && gguf_get_n_tensors(ctx.get()) > 0) {
+        info.file_type = ggml_type_name(gguf_get_tensor_type(ctx.get(), 0));
+    }
+    return info;
+}
+
+std::string format_parameter_count(uint64_t n) {
+    char buf[32];
+    if (n >= 1000000000ULL) std::snprintf(buf, sizeof buf, "%.1fB", n / 1e9);
+    else if (n >= 1000000ULL) std::snprintf(buf, sizeof buf, "%.1fM", n / 1e6);
+    else if (n >= 1000ULL) std::snprintf(buf, sizeof buf, "%.1fK", n / 1e3);
+    else std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
+    return buf;
+}
+
+} // namespace specd::engine

@@ -1,0 +1,38 @@
+#pragma once
+// Reads a GGUF file's header (metadata and tensor shapes) without loading its weights: what
+// `create`, `/api/show` and `/api/tags` need to describe a model.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace specd::engine {
+
+struct MetaEntry {
+    struct Array {
+        std::string element_type;
+        size_t      length = 0;
+    };
+    std::string                                                 key;
+    std::variant<int64_t, double, bool, std::string, Array>     value;
+};
+
+struct GgufInfo {
+    std::string            architecture;  // general.architecture
+    std::string            name;          // general.name, may be empty
+    uint64_t               n_params = 0;  // sum of tensor elements
+    std::string            file_type;     // e.g. "F32", "Q4_K - Medium"
+    int64_t                context_length = 0;
+    std::string            chat_template;
+    std::vector<MetaEntry> metadata;      // every key, arrays as type + length only
+};
+
+// Throws specd::Error(bad_request) naming the file (base name only) when it is missing,
+// is not a GGUF file, or its header is corrupt.
+GgufInfo read_gguf_info(const std::filesystem::path & path);
+
+// "135.3M", "8.0B": Ollama's parameter_size style.
+std::string format_parameter_count(uint64_t n);
+
+} // namespace specd::engine

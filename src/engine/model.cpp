@@ -1,0 +1,88 @@
+#include "engine/model.h"
+
+#include "core/error.h"
+#include "engine/backend.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace specd::engine {
+
+uint64_t available_memory_bytes() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string   key;
+    uint64_t      kib = 0;
+    std::string   unit;
+    while (meminfo >> key >> kib >> unit) {
+        if (key == "MemAvailable:") return kib * 1024;
+    }
+    return 0;
+}
+
+std::shared_ptr<Model> Model::load(const std::filesystem::path & path, const ModelLoadOptions & opts) {
+    ensure_backend();
+    const std::string shown = path.filename().string();
+    std::shared_ptr<Model> m(new Model());
+    m->info_ = read_gguf_info(path);
+    m->opts_ = opts;
+    if (m->info_.architecture == "clip") {
+        throw bad_request(shown + " is a vision projector, not a text model");
+    }
+
+    std::error_code ec;
+    const uint64_t file_size = std::filesystem::file_size(path, ec);
+    const uint64_t available = available_memory_bytes();
+    if (!ec && available > 0 && file_size > available) {
+        std::ostringstream msg;
+        msg.precision(2);
+        msg << std::fixed << "model requires more system memory (" << file_size / 1073741824.0
+            << " GiB) than is available (" << available / 1073741824.0 << " GiB)";
+        throw bad_request(msg.str());
+    }
+
+    llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers       = 0;
+    mp.load_mode          = opts.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+
+    LogCapture capture;
+    m->model_.reset(llama_model_load_from_file(path.c_str(), mp));
+    if (!m->model_) {
+        const std::string why = capture.last_error();
+        if (why.find("unknown model architecture") != std::string::npos) {
+            throw bad_request("unsupported model architecture '" + m->info_.architecture + "' in " + shown);
+        }
+        // llama.cpp's messages may name the file's full path; keep only the reason.
+        std::string reason = why;
+        if (auto colon = reason.rfind(": "); colon != std::string::npos) reason = reason.substr(colon + 2);
+        if (reason.find('/') != std::string::npos) reason = "invalid model data";
+        throw bad_request("failed to load model " + shown + (reason.empty() ? "" : ": " + reason));
+    }
+    m->vocab_ = llama_model_get_vocab(m->model_.get());
+    return m;
+}
+
+std::vector<llama_token> Model::tokenize(std::string_view text, bool add_special, bool parse_special) const {
+    std::vector<llama_token> tokens(text.size() + 8);
+    int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), tokens.data(),
+                               static_cast<int32_t>(tokens.size()), add_special, parse_special);
+    if (n < 0) {
+        tokens.resize(-n);
+        n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), tokens.data(),
+                           static_cast<int32_t>(tokens.size()), add_special, parse_special);
+    }
+    if (n < 0) throw Error(ErrorKind::internal, "tokenization failed");
+    tokens.resize(n);
+    return tokens;
+}
+
+std::string Model::token_piece(llama_token token) const {
+    char    buf[256];
+    int32_t n = llama_token_to_piece(vocab_, token, buf, sizeof buf, 0, /*special=*/false);
+    if (n >= 0) return std::string(buf, n);
+    std::string big(-n, '\0');
+    n = llama_token_to_piece(vocab_, token, big.data(), static_cast<int32_t>(big.size()), 0, false);
+    big.resize(n > 0 ? n : 0);
+    return big;
+}
+
+} // namespace specd::engine

@@ -1,0 +1,51 @@
+#pragma once
+// A loaded model: weights, vocabulary and the metadata read from its GGUF header.
+#include "engine/gguf_info.h"
+#include "engine/llama_handles.h"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace specd::engine {
+
+struct ModelLoadOptions {
+    bool use_mmap = true;
+};
+
+class Model {
+  public:
+    // Throws specd::Error(bad_request) with a reason a user can act on: missing file, not a
+    // GGUF file, unsupported architecture, too large for the memory available.
+    static std::shared_ptr<Model> load(const std::filesystem::path & path, const ModelLoadOptions & opts);
+
+    llama_model *       get() const { return model_.get(); }
+    const llama_vocab * vocab() const { return vocab_; }
+    const GgufInfo &    info() const { return info_; }
+    int32_t             n_ctx_train() const { return llama_model_n_ctx_train(model_.get()); }
+    uint64_t            size_bytes() const { return llama_model_size(model_.get()); }
+    const ModelLoadOptions & load_options() const { return opts_; }
+
+    // `parse_special`: text like "<|user|>" becomes the control token (templated prompts),
+    // not literal characters (raw user text inside a template is still tokenized with it,
+    // as llama.cpp and Ollama do).
+    std::vector<llama_token> tokenize(std::string_view text, bool add_special, bool parse_special) const;
+    // The bytes of one token; may be part of a UTF-8 sequence. Control tokens render empty.
+    std::string token_piece(llama_token token) const;
+    bool        is_eog(llama_token token) const { return llama_vocab_is_eog(vocab_, token); }
+
+  private:
+    Model() = default;
+
+    model_ptr           model_;
+    const llama_vocab * vocab_ = nullptr;
+    GgufInfo            info_;
+    ModelLoadOptions    opts_;
+};
+
+// Bytes of memory available to new allocations (MemAvailable), or 0 when unknown.
+uint64_t available_memory_bytes();
+
+} // namespace specd::engine

@@ -1,0 +1,69 @@
+#include "engine/prompt_builder.h"
+
+#include "core/error.h"
+
+namespace specd::engine {
+
+namespace {
+
+std::vector<llama_token> tokenize_templated(const Model & model, const std::string & text) {
+    auto tokens = model.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
+    // Templates that write the BOS text themselves would otherwise get a second BOS.
+    const llama_token bos = llama_vocab_bos(model.vocab());
+    if (tokens.size() >= 2 && tokens[0] == bos && tokens[1] == bos) tokens.erase(tokens.begin());
+    return tokens;
+}
+
+std::vector<llama_token> fill_in_the_middle(const Model & model, const PromptSpec & spec) {
+    const llama_vocab * v   = model.vocab();
+    const llama_token   pre = llama_vocab_fim_pre(v);
+    const llama_token   suf = llama_vocab_fim_suf(v);
+    const llama_token   mid = llama_vocab_fim_mid(v);
+    if (pre == LLAMA_TOKEN_NULL || suf == LLAMA_TOKEN_NULL || mid == LLAMA_TOKEN_NULL) {
+        throw bad_request("this model does not support insert (suffix)");
+    }
+    std::vector<llama_token> out{pre};
+    for (auto t : model.tokenize(spec.prompt, false, false)) out.push_back(t);
+    out.push_back(suf);
+    for (auto t : model.tokenize(spec.suffix, false, false)) out.push_back(t);
+    out.push_back(mid);
+    return out;
+}
+
+} // namespace
+
+std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
+                                      const std::string & default_system) {
+    std::vector<llama_token> tokens;
+    if (spec.kind == PromptSpec::Kind::chat) {
+        std::vector<Message> messages;
+        const bool has_system = !spec.messages.empty() && spec.messages.front().role == "system";
+        if (!has_system && !default_system.empty()) messages.push_back({"system", default_system});
+        messages.insert(messages.end(), spec.messages.begin(), spec.messages.end());
+        return tokenize_templated(model, tmpl.render(messages, true));
+    }
+
+    if (!spec.suffix.empty()) {
+        tokens = fill_in_the_middle(model, spec);
+    } else if (spec.raw) {
+        tokens = model.tokenize(spec.prompt, true, true);
+    } else {
+        std::vector<Message> messages;
+        const std::string & system = spec.system.empty() ? default_system : spec.system;
+        if (!system.empty()) messages.push_back({"system", system});
+        messages.push_back({"user", spec.prompt});
+        tokens = tokenize_templated(model, tmpl.render(messages, true));
+    }
+
+    if (!spec.context.empty()) {
+        const int32_t n_vocab = llama_vocab_n_tokens(model.vocab());
+        for (int32_t t : spec.context) {
+            if (t < 0 || t >= n_vocab) throw bad_request("context holds a token id outside the vocabulary");
+        }
+        if (!tokens.empty() && tokens.front() == llama_vocab_bos(model.vocab())) tokens.erase(tokens.begin());
+        tokens.insert(tokens.begin(), spec.context.begin(), spec.context.end());
+    }
+    return tokens;
+}
+
+} // namespace specd::engine

@@ -1,0 +1,67 @@
+#pragma once
+// One request in flight: what to run, a cancel flag, and the channel its results come back on.
+#include "core/error.h"
+#include "core/request.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace specd::scheduler {
+
+struct DoneInfo {
+    DoneReason           reason = DoneReason::stop;
+    int32_t              prompt_eval_count = 0;
+    int64_t              prompt_eval_ns    = 0;
+    int32_t              eval_count        = 0;
+    int64_t              eval_ns           = 0;
+    int64_t              load_ns           = 0;
+    int64_t              total_ns          = 0;
+    std::vector<int32_t> context;
+};
+
+struct Event {
+    enum class Kind { text, done, error };
+    Kind        kind = Kind::text;
+    std::string text;                             // text: a piece of the answer; error: message
+    ErrorKind   error = ErrorKind::internal;      // error
+    DoneInfo    done;                             // done
+};
+
+// Single producer (the model's runner), single consumer (the HTTP connection).
+class EventChannel {
+  public:
+    void push(Event e) {
+        {
+            std::lock_guard lock(mu_);
+            events_.push_back(std::move(e));
+        }
+        cv_.notify_one();
+    }
+
+    // The next event, or nothing after `timeout` (so the consumer can check its client).
+    template <class Duration> std::optional<Event> pop(Duration timeout) {
+        std::unique_lock lock(mu_);
+        if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+        Event e = std::move(events_.front());
+        events_.pop_front();
+        return e;
+    }
+
+  private:
+    std::mutex              mu_;
+    std::condition_variable cv_;
+    std::deque<Event>       events_;
+};
+
+struct Job {
+    GenerateRequest   request;
+    std::atomic<bool> cancel{false};
+    EventChannel      events;
+    int64_t           enqueued_ns = 0;
+};
+
+} // namespace specd::scheduler

@@ -1,0 +1,167 @@
+#include "scheduler/runner.h"
+
+#include "engine/chat_template.h"
+#include "engine/model.h"
+#include "engine/prompt_builder.h"
+#include "engine/session.h"
+
+namespace specd::scheduler {
+
+namespace {
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+} // namespace
+
+Runner::Runner(size_t max_queue, KeepAlive default_keep_alive) :
+    max_queue_(max_queue), default_keep_alive_(default_keep_alive), thread_([this] { loop(); }) {}
+
+Runner::~Runner() {
+    {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+        for (auto & job : queue_) job->cancel = true;
+        if (current_) current_->cancel = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+bool Runner::enqueue(std::shared_ptr<Job> job) {
+    {
+        std::lock_guard lock(mu_);
+        if (queue_.size() >= max_queue_ || stopping_) return false;
+        job->enqueued_ns = now_ns();
+        queue_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+    return true;
+}
+
+std::optional<LoadedInfo> Runner::loaded() const {
+    std::lock_guard lock(mu_);
+    return info_;
+}
+
+void Runner::loop() {
+    for (;;) {
+        std::shared_ptr<Job> job;
+        {
+            std::unique_lock lock(mu_);
+            const auto ready = [&] { return stopping_ || !queue_.empty(); };
+            if (unload_at_) {
+                if (!cv_.wait_until(lock, *unload_at_, ready)) {
+                    lock.unlock();
+                    unload();
+                    continue;
+                }
+            } else {
+                cv_.wait(lock, ready);
+            }
+            if (stopping_) break;
+            job = std::move(queue_.front());
+            queue_.pop_front();
+            current_ = job;
+        }
+        run(*job);
+        std::lock_guard lock(mu_);
+        current_.reset();
+    }
+    // Jobs still queued at shutdown get an answer rather than a hang.
+    for (auto & job : queue_) {
+        job->events.push({Event::Kind::error, "server is shutting down", ErrorKind::busy, {}});
+    }
+    unload();
+}
+
+void Runner::ensure_loaded(const GenerateRequest & req, DoneInfo & done) {
+    const engine::ModelLoadOptions load_opts{req.context.use_mmap};
+    const bool same_model = model_ && loaded_digest_ == req.model.digest &&
+                            model_->load_options().use_mmap == load_opts.use_mmap;
+    if (same_model && session_ && session_->options() == req.context) return;
+
+    const int64_t t0 = now_ns();
+    session_.reset();
+    if (!same_model) {
+        unload();
+        model_         = engine::Model::load(req.model.gguf, load_opts);
+        template_      = std::make_unique<engine::ChatTemplate>(model_->get());
+        loaded_digest_ = req.model.digest;
+    }
+    session_ = std::make_unique<engine::Session>(model_, req.context);
+    done.load_ns = now_ns() - t0;
+
+    LoadedInfo info;
+    info.name               = req.model.name;
+    info.digest             = req.model.digest;
+    info.size_bytes         = model_->size_bytes();
+    info.context_length     = session_->n_ctx();
+    info.family             = model_->info().architecture;
+    info.parameter_size     = engine::format_parameter_count(model_->info().n_params);
+    info.quantization_level = model_->info().file_type;
+    std::lock_guard lock(mu_);
+    info_ = info;
+}
+
+void Runner::unload() {
+    session_.reset();
+    template_.reset();
+    model_.reset();
+    loaded_digest_.clear();
+    std::lock_guard lock(mu_);
+    info_.reset();
+    unload_at_.reset();
+}
+
+void Runner::run(Job & job) {
+    const GenerateRequest & req = job.request;
+    DoneInfo                done;
+    try {
+        if (job.cancel) throw Error(ErrorKind::cancelled, "request cancelled");
+        ensure_loaded(req, done);
+        const KeepAlive keep_alive = req.keep_alive.value_or(default_keep_alive_);
+
+        if (req.load_only) {
+            done.reason = keep_alive.count() == 0 ? DoneReason::unload : DoneReason::load;
+        } else {
+            const auto prompt = engine::build_prompt(*model_, *template_, req.prompt, req.model.system);
+            auto result = session_->generate(
+                prompt, req.generate,
+                [&](std::string_view text) { job.events.push({Event::Kind::text, std::string(text), {}, {}}); },
+                job.cancel);
+            done.reason            = result.reason;
+            done.prompt_eval_count = result.stats.prompt_eval_count;
+            done.prompt_eval_ns    = result.stats.prompt_eval_ns;
+            done.eval_count        = result.stats.eval_count;
+            done.eval_ns           = result.stats.eval_ns;
+            done.context.assign(result.context.begin(), result.context.end());
+        }
+        done.total_ns = now_ns() - job.enqueued_ns;
+
+        if (keep_alive.count() == 0) {
+            unload();
+        } else {
+            std::lock_guard lock(mu_);
+            if (keep_alive.count() < 0) {
+                unload_at_.reset();
+                if (info_) info_->expires_at.reset();
+            } else {
+                unload_at_ = std::chrono::steady_clock::now() + keep_alive;
+                if (info_) {
+                    info_->expires_at = std::chrono::system_clock::now() +
+                                        std::chrono::duration_cast<std::chrono::system_clock::duration>(keep_alive);
+                }
+            }
+        }
+        job.events.push({Event::Kind::done, {}, {}, std::move(done)});
+    } catch (const Error & e) {
+        job.events.push({Event::Kind::error, e.what(), e.kind(), {}});
+    } catch (const std::exception & e) {
+        job.events.push({Event::Kind::error, e.what(), ErrorKind::internal, {}});
+    }
+}
+
+} // namespace specd::scheduler

@@ -1,0 +1,72 @@
+#pragma once
+// One model's worker: a bounded FIFO of jobs served one at a time on its own thread, which
+// also owns every llama.cpp object of the model (load, generate, unload all happen there).
+#include "scheduler/job.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace specd::engine {
+class Model;
+class Session;
+class ChatTemplate;
+} // namespace specd::engine
+
+namespace specd::scheduler {
+
+struct LoadedInfo {
+    std::string                                        name;
+    std::string                                        digest;
+    uint64_t                                           size_bytes = 0;
+    uint32_t                                           context_length = 0;
+    std::optional<std::chrono::system_clock::time_point> expires_at; // nullopt: never
+    std::string                                        family;
+    std::string                                        parameter_size;
+    std::string                                        quantization_level;
+};
+
+class Runner {
+  public:
+    Runner(size_t max_queue, KeepAlive default_keep_alive);
+    ~Runner(); // finishes the running job's cancellation and unloads
+    Runner(const Runner &)             = delete;
+    Runner & operator=(const Runner &) = delete;
+
+    // False when the queue is full.
+    bool enqueue(std::shared_ptr<Job> job);
+
+    std::optional<LoadedInfo> loaded() const;
+
+  private:
+    void loop();
+    void run(Job & job);
+    void ensure_loaded(const GenerateRequest & req, DoneInfo & done);
+    void unload();
+
+    const size_t    max_queue_;
+    const KeepAlive default_keep_alive_;
+
+    mutable std::mutex                        mu_;
+    std::condition_variable                   cv_;
+    std::deque<std::shared_ptr<Job>>         queue_;
+    std::shared_ptr<Job>                      current_; // the running job, cancelled on shutdown
+    bool                                      stopping_ = false;
+    std::optional<std::chrono::steady_clock::time_point> unload_at_;
+    std::optional<LoadedInfo>                 info_; // guarded by mu_, read by /api/ps
+
+    // Touched only by the runner thread.
+    std::shared_ptr<engine::Model>        model_;
+    std::unique_ptr<engine::ChatTemplate> template_;
+    std::unique_ptr<engine::Session>      session_;
+    std::string                           loaded_digest_;
+
+    std::thread thread_;
+};
+
+} // namespace specd::scheduler
