@@ -53,8 +53,8 @@ LogCapture::LogCapture() : previous_(tl_capture) {
 
 LogCapture::~LogCapture() { tl_capture = previous_; }
 
-std::string LogCapture::last_error() const {
-    if (!tl_lines.errors.empty()) return trim(tl_lines.errors.back());
+std::string LogCapture::first_error() const {
+    if (!tl_lines.errors.empty()) return trim(tl_lines.errors.front());
     if (!tl_lines.warnings.empty()) return trim(tl_lines.warnings.back());
     return "";
 }

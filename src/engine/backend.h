@@ -16,8 +16,9 @@ class LogCapture {
     LogCapture(const LogCapture &)             = delete;
     LogCapture & operator=(const LogCapture &) = delete;
 
-    // The last error-level line (falls back to the last warning), trimmed.
-    std::string last_error() const;
+    // The first error-level line (the root cause; later ones tend to say "failed to load"),
+    // else the last warning, trimmed.
+    std::string first_error() const;
 
   private:
     LogCapture * previous_;

@@ -47,7 +47,7 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path & path, const Mod
     LogCapture capture;
     m->model_.reset(llama_model_load_from_file(path.c_str(), mp));
     if (!m->model_) {
-        const std::string why = capture.last_error();
+        const std::string why = capture.first_error();
         if (why.find("unknown model architecture") != std::string::npos) {
             throw bad_request("unsupported model architecture '" + m->info_.architecture + "' in " + shown);
         }

@@ -43,9 +43,10 @@ std::vector<llama_token> truncate_prompt(const std::vector<llama_token> & prompt
 Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts) :
     model_(std::move(model)),
     opts_(opts),
-    batch_(std::max(1, std::min(opts.num_batch, clamp_ctx(opts.num_ctx, model_->n_ctx_train()))), 1) {
+    n_ctx_(static_cast<uint32_t>(clamp_ctx(opts.num_ctx, model_->n_ctx_train()))),
+    batch_(std::max(1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_))), 1) {
     ensure_backend();
-    const int32_t n_ctx = clamp_ctx(opts.num_ctx, model_->n_ctx_train());
+    const int32_t n_ctx = static_cast<int32_t>(n_ctx_);
     const int32_t n_threads =
         opts.num_thread > 0 ? opts.num_thread : std::max(1u, std::thread::hardware_concurrency());
 
@@ -65,7 +66,7 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts) :
     LogCapture capture;
     ctx_.reset(llama_init_from_model(model_->get(), cp));
     if (!ctx_) {
-        const std::string why = capture.last_error();
+        const std::string why = capture.first_error();
         throw bad_request("cannot create a context of " + std::to_string(n_ctx) + " tokens" +
                           (why.empty() ? "" : ": " + why));
     }

@@ -41,7 +41,9 @@ class Session {
 
     const Model &          model() const { return *model_; }
     const ContextOptions & options() const { return opts_; }
-    uint32_t               n_ctx() const { return llama_n_ctx(ctx_.get()); }
+    // The context length asked for (clamped to the trained one). llama.cpp may allocate a
+    // little more (it pads), but limits apply to this number, as the client set it.
+    uint32_t               n_ctx() const { return n_ctx_; }
 
   private:
     // Makes the KV cache hold `prompt` (reusing the common prefix); leaves the logits of the
@@ -53,6 +55,7 @@ class Session {
 
     std::shared_ptr<Model>   model_;
     ContextOptions           opts_;
+    uint32_t                 n_ctx_ = 0;
     context_ptr              ctx_;
     Batch                    batch_;
     std::vector<llama_token> cached_; // tokens whose KV is in sequence 0, in order

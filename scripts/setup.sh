@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what building and testing specd needs on Debian 12, only when something is
+# missing (so a second run does not touch apt), then fetches and builds the pinned llama.cpp
+# into its cache (scripts/llama.sh; also a no-op once cached).
+set -euo pipefail
+
+packages=(cmake ninja-build g++ git ca-certificates openssl libgtest-dev nodejs npm curl)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node.js may come from outside Debian (e.g. a newer release in /usr/bin): that is fine.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  missing=("${missing[@]/nodejs/}")
+  missing=("${missing[@]/npm/}")
+fi
+read -r -a missing <<< "${missing[*]:-}"
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "[setup] installing: ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+bash "$(dirname "${BASH_SOURCE[0]}")/llama.sh" build >/dev/null

@@ -1,0 +1,26 @@
+#pragma once
+// Access to the generated fixture models (tests/make-fixtures.sh) for integration tests.
+#include "engine/model.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace specd::fixtures {
+
+inline std::filesystem::path fixture(const std::string & name) {
+    const char * dir = std::getenv("SPECD_FIXTURES");
+    return std::filesystem::path(dir ? dir : "fixtures") / name;
+}
+
+// One load per process and file: the models are read-only and shared by the tests.
+inline std::shared_ptr<engine::Model> shared_model(const std::string & name) {
+    static std::map<std::string, std::shared_ptr<engine::Model>> cache;
+    auto & m = cache[name];
+    if (!m) m = engine::Model::load(fixture(name), {});
+    return m;
+}
+
+} // namespace specd::fixtures

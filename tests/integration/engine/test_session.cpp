@@ -1,0 +1,225 @@
+// The generation loop on a real (tiny, random-weight) model: determinism, the prefix reuse of
+// the KV cache, stop strings, truncation, context shift, seeds, UTF-8, grammar, cancellation.
+#include "core/error.h"
+#include "engine/chat_template.h"
+#include "engine/prompt_builder.h"
+#include "engine/session.h"
+#include "engine/utf8_stream.h"
+#include "fixtures.h"
+#include "grammar/json_schema.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+#include <thread>
+
+using namespace specd;
+using namespace specd::engine;
+
+namespace {
+
+struct Output {
+    std::string    text;
+    GenerateResult result;
+    int            pieces = 0;
+};
+
+Output run(Session & s, const std::string & prompt, GenerateOptions opts) {
+    Output            out;
+    std::atomic<bool> cancel{false};
+    auto tokens = s.model().tokenize(prompt, true, true);
+    out.result  = s.generate(tokens, opts, [&](std::string_view t) { out.text += t; ++out.pieces; }, cancel);
+    return out;
+}
+
+GenerateOptions greedy(int n) {
+    GenerateOptions o;
+    o.sampling.temperature = 0;
+    o.num_predict          = n;
+    return o;
+}
+
+ContextOptions ctx(int n_ctx) {
+    ContextOptions c;
+    c.num_ctx   = n_ctx;
+    c.num_batch = std::min(512, n_ctx);
+    return c;
+}
+
+} // namespace
+
+TEST(Session, GreedyIsDeterministicAndPrefixReuseChangesNothing) {
+    auto    model = fixtures::shared_model("tiny.gguf");
+    Session a(model, ctx(512));
+    auto first  = run(a, "The quick brown fox", greedy(24));
+    auto second = run(a, "The quick brown fox", greedy(24)); // KV prefix reused
+    Session b(model, ctx(512));
+    auto fresh = run(b, "The quick brown fox", greedy(24));
+    EXPECT_EQ(first.result.reason, DoneReason::length);
+    EXPECT_EQ(first.result.stats.eval_count, 24);
+    EXPECT_EQ(first.text, second.text);
+    EXPECT_EQ(first.text, fresh.text);
+    EXPECT_LT(second.result.stats.prompt_eval_count, first.result.stats.prompt_eval_count);
+}
+
+TEST(Session, StopStringEndsTheAnswerBeforeIt) {
+    auto    model = fixtures::shared_model("tiny.gguf");
+    Session s(model, ctx(512));
+    auto    full = run(s, "Once upon a time", greedy(40));
+    ASSERT_GT(full.text.size(), 20u);
+    // A stop string from the middle of the answer, likely spanning a token boundary.
+    const std::string stop   = full.text.substr(full.text.size() / 2, 5);
+    const size_t      cut    = full.text.find(stop);
+    auto              opts   = greedy(40);
+    opts.stop                = {stop};
+    auto              halted = run(s, "Once upon a time", opts);
+    EXPECT_EQ(halted.result.reason, DoneReason::stop);
+    EXPECT_EQ(halted.text, full.text.substr(0, cut));
+    EXPECT_EQ(halted.text.find(stop), std::string::npos);
+}
+
+TEST(Session, LongPromptIsTruncatedOrRefused) {
+    auto        model = fixtures::shared_model("tiny.gguf");
+    Session     s(model, ctx(64));
+    std::string prompt;
+    for (int i = 0; i < 60; ++i) prompt += "word" + std::to_string(i) + " ";
+    ASSERT_GT(model->tokenize(prompt, true, true).size(), 64u);
+
+    auto ok = run(s, prompt, greedy(4));
+    EXPECT_EQ(ok.result.stats.eval_count, 4);
+    EXPECT_LE(ok.result.context.size() - ok.result.stats.eval_count, 63u); // the prompt part fits
+    // The first num_keep tokens survive truncation.
+    const auto tokens = model->tokenize(prompt, true, true);
+    EXPECT_TRUE(std::equal(tokens.begin(), tokens.begin() + 4, ok.result.context.begin()));
+
+    auto opts     = greedy(4);
+    opts.truncate = false;
+    try {
+        run(s, prompt, opts);
+        FAIL() << "expected a bad_request";
+    } catch (const Error & e) {
+        EXPECT_EQ(e.kind(), ErrorKind::bad_request);
+        EXPECT_NE(std::string(e.what()).find("context"), std::string::npos);
+    }
+}
+
+TEST(Session, ContextShiftsUnlessShiftIsOff) {
+    auto    model = fixtures::shared_model("tiny.gguf");
+    Session s(model, ctx(64));
+    auto    shifted = run(s, "Hello", greedy(100));
+    EXPECT_EQ(shifted.result.stats.eval_count, 100);
+    EXPECT_EQ(shifted.result.reason, DoneReason::length);
+
+    auto opts  = greedy(100);
+    opts.shift = false;
+    auto ended = run(s, "Hello", opts);
+    EXPECT_EQ(ended.result.reason, DoneReason::length);
+    EXPECT_LT(ended.result.stats.eval_count, 64);
+    EXPECT_GT(ended.result.stats.eval_count, 40);
+}
+
+TEST(Session, SameSeedSameSample) {
+    auto            model = fixtures::shared_model("tiny.gguf");
+    Session         s(model, ctx(256));
+    GenerateOptions o;
+    o.num_predict          = 24;
+    o.sampling.temperature = 1.0f;
+    o.sampling.seed        = 42;
+    auto a = run(s, "Tell me", o);
+    auto b = run(s, "Tell me", o);
+    EXPECT_EQ(a.text, b.text);
+    o.sampling.seed = 43;
+    auto c = run(s, "Tell me", o);
+    EXPECT_NE(a.text, c.text);
+}
+
+TEST(Session, EveryPieceIsValidUtf8) {
+    auto    model = fixtures::shared_model("tiny.gguf");
+    Session s(model, ctx(512));
+    GenerateOptions o;
+    o.num_predict          = 200;
+    o.sampling.temperature = 1.5f;
+    o.sampling.top_k       = 0;
+    o.sampling.top_p       = 1.0f;
+    o.sampling.seed        = 7;
+    std::atomic<bool> cancel{false};
+    int               bad = 0;
+    s.generate(model->tokenize("x", true, true), o,
+               [&](std::string_view t) { bad += sanitize_utf8(t) != t; }, cancel);
+    EXPECT_EQ(bad, 0);
+}
+
+TEST(Session, JsonGrammarGivesJson) {
+    auto    model = fixtures::shared_model("tiny.gguf");
+    Session s(model, ctx(1024));
+    auto    opts = greedy(300);
+    opts.grammar = grammar::json_object_grammar();
+    auto out = run(s, "Answer in JSON", opts);
+    ASSERT_FALSE(out.text.empty());
+    EXPECT_EQ(out.text.front(), '{');
+    if (out.result.reason == DoneReason::stop) {
+        EXPECT_NO_THROW((void) nlohmann::json::parse(out.text)) << out.text;
+    }
+}
+
+TEST(Session, CancelStopsGeneration) {
+    auto              model = fixtures::shared_model("tiny.gguf");
+    Session           s(model, ctx(256));
+    std::atomic<bool> cancel{false};
+    std::thread       t([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        cancel = true;
+    });
+    try {
+        s.generate(model->tokenize("go", true, true), greedy(-1), [](std::string_view) {}, cancel);
+        ADD_FAILURE() << "expected cancellation";
+    } catch (const Error & e) {
+        EXPECT_EQ(e.kind(), ErrorKind::cancelled);
+    }
+    t.join();
+    // The session is still usable afterwards.
+    EXPECT_EQ(run(s, "go", greedy(3)).result.stats.eval_count, 3);
+}
+
+TEST(Model, LoadErrorsSayWhy) {
+    const auto dir = std::filesystem::temp_directory_path() / "specd-model-errors";
+    std::filesystem::create_directories(dir);
+    auto expect_error = [&](const std::filesystem::path & p, const std::string & needle) {
+        try {
+            Model::load(p, {});
+            ADD_FAILURE() << "loaded " << p;
+        } catch (const Error & e) {
+            EXPECT_EQ(e.kind(), ErrorKind::bad_request);
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+            EXPECT_EQ(std::string(e.what()).find(dir.string()), std::string::npos) << "leaks a path: " << e.what();
+        }
+    };
+    expect_error(dir / "missing.gguf", "not found");
+    {
+        std::ofstream(dir / "text.gguf") << "this is not a model";
+    }
+    expect_error(dir / "text.gguf", "not a GGUF file");
+    {
+        gguf_ptr g(gguf_init_empty());
+        gguf_set_val_str(g.get(), "general.architecture", "no-such-arch");
+        gguf_write_to_file(g.get(), (dir / "arch.gguf").c_str(), false);
+    }
+    expect_error(dir / "arch.gguf", "unsupported model architecture");
+    std::filesystem::remove_all(dir);
+}
+
+TEST(PromptBuilder, ChatUsesTheModelTemplateAndFallsBack) {
+    auto with_tmpl = fixtures::shared_model("tiny.gguf");
+    ChatTemplate t1(with_tmpl->get());
+    EXPECT_FALSE(t1.source().empty());
+    const auto p1 = t1.render({{"system", "S"}, {"user", "U"}}, true);
+    EXPECT_NE(p1.find("U"), std::string::npos);
+    EXPECT_NE(p1.find("<|user|>"), std::string::npos); // phi-3's own template
+
+    auto no_tmpl = fixtures::shared_model("tiny-spm.gguf");
+    ChatTemplate t2(no_tmpl->get());
+    EXPECT_TRUE(t2.source().empty());
+    EXPECT_NE(t2.render({{"user", "U"}}, true).find("<|im_start|>user"), std::string::npos); // chatml
+}
