@@ -26,8 +26,8 @@ namespace {
 const char * const usage_text =
     "usage:\n"
     "  specd-testmodel --vocab FILE --out FILE [model options]\n"
-    "  specd-testmodel pair --vocab FILE --target FILE --draft FILE --agreement P\n"
-    "                  [--extra-layers N] [--alpha A] [model options]\n"
+    "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
+    "                  [--extra-layers N] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "\n"
     "Writes tiny random-weight llama-architecture GGUF models whose tokenizer and chat template\n"
@@ -58,7 +58,7 @@ struct usage_error : std::runtime_error {
 };
 
 struct cli_options {
-    std::string                mode; // "", "pair" or "agreement"
+    std::string mode; // "", "pair" or "agreement"
     std::map<std::string, std::string> values;
 
     bool has(const std::string & key) const { return values.count(key) != 0; }
@@ -73,23 +73,32 @@ struct cli_options {
 };
 
 cli_options parse_cli(int argc, char ** argv) {
-    static const std::vector<std::string_view> known = {
-        "--vocab", "--out", "--target", "--draft", "--agreement", "--extra-layers", "--alpha",
-        "--n-embd", "--n-layer", "--n-head", "--n-head-kv", "--n-ff", "--n-ctx-train", "--seed",
-        "--chat-template",
+    using names = std::vector<std::string_view>;
+    static const names model_options = {
+        "--n-embd", "--n-layer", "--n-head", "--n-head-kv", "--n-ff", "--n-ctx-train", "--seed", "--chat-template",
     };
+    static const std::map<std::string_view, names> mode_options = {
+        {"", {"--vocab", "--out"}},
+        {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha"}},
+        {"agreement", {"--draft", "--target", "--seed"}},
+    };
+
     cli_options opts;
     int i = 1;
-    if (i < argc && (std::string_view(argv[i]) == "pair" || std::string_view(argv[i]) == "agreement")) {
+    if (i < argc && mode_options.count(argv[i]) != 0) {
         opts.mode = argv[i++];
     }
+    const names & allowed = mode_options.at(opts.mode);
+    const bool with_model_options = opts.mode != "agreement";
     for (; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (arg == "-h" || arg == "--help") {
             throw usage_error("");
         }
-        if (std::find(known.begin(), known.end(), arg) == known.end()) {
-            throw usage_error("unknown argument " + std::string(arg));
+        const auto in = [&](const names & list) { return std::find(list.begin(), list.end(), arg) != list.end(); };
+        if (!in(allowed) && !(with_model_options && in(model_options))) {
+            throw usage_error("unknown argument " + std::string(arg) +
+                              (opts.mode.empty() ? std::string() : " for " + opts.mode));
         }
         if (i + 1 >= argc) {
             throw usage_error(std::string(arg) + " needs a value");
@@ -121,6 +130,7 @@ uint32_t parse_count(const cli_options & opts, const std::string & key, uint32_t
     return value;
 }
 
+// Required: only called for options that must be present.
 double parse_real(const cli_options & opts, const std::string & key, double lo, double hi) {
     const auto value = parse_number<double>(key, opts.required(key));
     if (!std::isfinite(value) || value < lo || value > hi) {
@@ -164,7 +174,7 @@ model_write_params parse_model_params(const cli_options & opts) {
 
 void describe(const std::string & path, uint64_t size, const vocab_file & vocab, const model_write_params & params) {
     const llama_hparams_spec & hp = params.hparams;
-    std::printf("wrote %s: %llu bytes, n_vocab %u, n_embd %u, n_layer %u, n_head %u/%u, n_ff %u, seed %llu, chat template %s\n",
+    std::printf("wrote %s: %llu bytes, n_vocab %u, n_embd %u, n_layer %u, n_head %u, n_head_kv %u, n_ff %u, seed %llu, chat template %s\n",
                 path.c_str(), (unsigned long long) size, vocab.n_vocab, hp.n_embd, hp.n_layer, hp.n_head,
                 hp.n_head_kv, hp.n_ff, (unsigned long long) params.seed,
                 params.chat_template || vocab.has_chat_template ? "yes" : "no");
@@ -194,7 +204,8 @@ int run_pair(const cli_options & opts) {
     const model_write_params draft = parse_model_params(opts);
     const std::string & draft_path  = opts.required("--draft");
     const std::string & target_path = opts.required("--target");
-    const double want = parse_real(opts, "--agreement", 0.0, 1.0);
+    const bool calibrate = !opts.has("--alpha");
+    const double want = calibrate ? parse_real(opts, "--agreement", 0.0, 1.0) : 0.0;
     const uint32_t n_extra = parse_count(opts, "--extra-layers", 2);
     if (draft_path == target_path) {
         throw usage_error("--draft and --target must be different files");
@@ -216,7 +227,7 @@ int run_pair(const cli_options & opts) {
 
     const agreement_probe probe(draft_path, probe_tokens(vocab.n_vocab, draft.seed));
     pair_calibration_result result;
-    if (opts.has("--alpha")) {
+    if (!calibrate) {
         result.residual_scale = parse_real(opts, "--alpha", 0.0, 1e6);
         result.agreement      = probe.measure(write_target(result.residual_scale));
         result.n_evals        = 1;
@@ -224,10 +235,15 @@ int run_pair(const cli_options & opts) {
         result = pair_calibrate(probe, want, write_target);
     }
     describe(target_path, target_size, vocab, target);
-    std::printf("agreement %.4f (requested %.4f, alpha %.6g, %zu positions, %d evaluations)\n",
-                result.agreement, want, result.residual_scale, probe.n_positions(), result.n_evals);
+    if (calibrate) {
+        std::printf("agreement %.4f (requested %.4f, alpha %.6g, %zu positions, %d evaluations)\n",
+                    result.agreement, want, result.residual_scale, probe.n_positions(), result.n_evals);
+    } else {
+        std::printf("agreement %.4f (alpha %.6g, %zu positions)\n", result.agreement, result.residual_scale,
+                    probe.n_positions());
+    }
 
-    if (!opts.has("--alpha") && std::abs(result.agreement - want) > 0.1) {
+    if (calibrate && std::abs(result.agreement - want) > 0.1) {
         std::fprintf(stderr, "error: could not reach agreement %.3f with this pair (closest: %.3f)\n", want,
                      result.agreement);
         return 1;
