@@ -113,6 +113,57 @@ void catalog_copy(models::Store & store, const std::string & source, const std::
     }
 }
 
+void catalog_create(models::Store & store, const json & body, const std::function<void(const std::string &)> & progress) {
+    const auto name = parse_name(require_string(body, "model"));
+    models::Modelfile mf;
+    if (auto from = opt_string(body, "from"); from && !from->empty()) {
+        if (!models::parse(*from)) throw bad_request("from must name a model");
+        mf.from.push_back(*from);
+    }
+    if (auto it = body.find("files"); it != body.end() && !it->is_null()) {
+        if (!it->is_object()) throw bad_request("files must be an object of file name -> digest");
+        for (const auto & [file, digest] : it->items()) {
+            if (!digest.is_string()) throw bad_request("files: digest of " + file + " must be a string");
+            const auto path = store.blob_path(digest.get<std::string>()); // validates the digest
+            if (!store.has_blob(digest.get<std::string>())) {
+                throw bad_request("blob " + digest.get<std::string>() + " not found; upload it to /api/blobs first");
+            }
+            mf.from.push_back(path.string());
+        }
+    }
+    if (mf.from.empty()) throw bad_request("neither 'from' nor 'files' was specified");
+    if (auto v = opt_string(body, "system")) mf.system = *v;
+    if (auto v = opt_string(body, "template"); v && !v->empty()) mf.template_text = *v;
+    if (auto it = body.find("adapters"); it != body.end() && !it->is_null() && !it->empty()) {
+        throw bad_request("adapters are not supported yet");
+    }
+    if (auto it = body.find("quantize"); it != body.end() && !it->is_null()) throw bad_request("quantize is not supported");
+    if (auto it = body.find("parameters"); it != body.end() && !it->is_null()) {
+        if (!it->is_object()) throw bad_request("parameters must be an object");
+        for (const auto & [key, value] : it->items()) {
+            if (auto err = mf.params.set_json(key, value)) throw bad_request(*err);
+        }
+    }
+    if (auto it = body.find("license"); it != body.end() && !it->is_null()) {
+        if (it->is_string()) mf.licenses.push_back(it->get<std::string>());
+        else if (it->is_array()) {
+            for (const auto & l : *it) {
+                if (!l.is_string()) throw bad_request("license must be a string or a list of strings");
+                mf.licenses.push_back(l.get<std::string>());
+            }
+        } else throw bad_request("license must be a string or a list of strings");
+    }
+    models::CreateOptions opts;
+    opts.describe = describe_gguf;
+    opts.progress = progress;
+    try {
+        store.create(name, mf, store.root(), opts);
+    } catch (const Error & e) {
+        if (e.kind() == ErrorKind::not_found) throw bad_request(e.what());
+        throw;
+    }
+}
+
 models::ModelConfig describe_gguf(const std::filesystem::path & gguf) {
     const engine::GgufInfo info = engine::read_gguf_info(gguf);
     models::ModelConfig c;

@@ -5,6 +5,7 @@
 #include "core/request.h"
 #include "models/store.h"
 
+#include <functional>
 #include <string>
 
 namespace specd::api {
@@ -21,6 +22,11 @@ json catalog_tags(const models::Store & store);
 json catalog_show(const models::Store & store, const std::string & name);
 void catalog_delete(models::Store & store, const std::string & name);
 void catalog_copy(models::Store & store, const std::string & source, const std::string & destination);
+
+// Ollama's structured /api/create: {model, from | files, system, parameters, ...}. `from`
+// names a stored model; `files` maps file names to blob digests already uploaded through
+// /api/blobs (the first .gguf one is the model). Paths are never taken from a client.
+void catalog_create(models::Store & store, const json & body, const std::function<void(const std::string &)> & progress);
 
 // The config blob's details from a GGUF header (for create).
 models::ModelConfig describe_gguf(const std::filesystem::path & gguf);

@@ -129,6 +129,42 @@ void Server::register_routes() {
         }
         send_json(res, 200, {{"models", models}});
     });
+    s.Post("/api/create", [this](const httplib::Request & req, httplib::Response & res) {
+        const json body   = parse_body(req.body);
+        const bool stream = opt_bool(body, "stream").value_or(true);
+        // Creating hashes files: quick for these sizes, so progress is collected and sent
+        // after the fact rather than streamed live.
+        std::string lines;
+        catalog_create(store_, body, [&](const std::string & status) { lines += ndjson_line({{"status", status}}); });
+        if (!stream) {
+            send_json(res, 200, {{"status", "success"}});
+            return;
+        }
+        lines += ndjson_line({{"status", "success"}});
+        res.set_content(lines, "application/x-ndjson");
+    });
+    // httplib answers HEAD with the GET handler (headers only), as Ollama's HEAD /api/blobs needs.
+    s.Get(R"(/api/blobs/(.+))", [this](const httplib::Request & req, httplib::Response & res) {
+        res.status = store_.has_blob(req.matches[1].str()) ? 200 : 404;
+    });
+    s.Post(R"(/api/blobs/(.+))", [this](const httplib::Request & req, httplib::Response & res,
+                                         const httplib::ContentReader & content) {
+        const std::string digest = req.matches[1].str();
+        (void) store_.blob_path(digest); // a bad digest is a 400 before any byte is stored
+        if (store_.has_blob(digest)) {
+            content([](const char *, size_t) { return true; });
+            res.status = 200;
+            return;
+        }
+        models::Store::WriteGuard guard(store_);
+        auto writer = store_.begin_blob();
+        content([&](const char * data, size_t len) {
+            writer.write(data, len);
+            return true;
+        });
+        writer.commit(digest);
+        res.status = 201;
+    });
     s.Delete("/api/delete", [this](const httplib::Request & req, httplib::Response & res) {
         const json body = parse_body(req.body);
         auto name = opt_string(body, "model");

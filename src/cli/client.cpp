@@ -2,6 +2,9 @@
 
 #include <httplib.h>
 
+#include <filesystem>
+#include <fstream>
+
 namespace specd::cli {
 
 ApiClient::ApiClient(const std::string & host, int port) {
@@ -22,11 +25,29 @@ bool ApiClient::server_up() {
 int ApiClient::request(const std::string & method, const std::string & path, const nlohmann::json & body,
                        std::string & out) {
     httplib::Result res = method == "GET"      ? http_->Get(path)
+                          : method == "HEAD"   ? http_->Head(path)
                           : method == "DELETE" ? http_->Delete(path, body.dump(), "application/json")
                                                : http_->Post(path, body.dump(), "application/json");
     if (!res) return 0;
     out = res->body;
     return res->status;
+}
+
+int ApiClient::upload(const std::string & path, const std::string & file) {
+    auto in = std::make_shared<std::ifstream>(file, std::ios::binary);
+    if (!*in) return 0;
+    const auto size = std::filesystem::file_size(file);
+    auto res = http_->Post(
+        path, size,
+        [in](size_t offset, size_t length, httplib::DataSink & sink) {
+            std::vector<char> buf(std::min<size_t>(length, 1 << 20));
+            in->seekg(static_cast<std::streamoff>(offset));
+            in->read(buf.data(), static_cast<std::streamsize>(buf.size()));
+            const auto got = in->gcount();
+            return got > 0 && sink.write(buf.data(), static_cast<size_t>(got));
+        },
+        "application/octet-stream");
+    return res ? res->status : 0;
 }
 
 int ApiClient::stream(const std::string & path, const nlohmann::json & body,

@@ -24,6 +24,9 @@ class ApiClient {
     // Returns the status; `body` receives the response body.
     int request(const std::string & method, const std::string & path, const nlohmann::json & body, std::string & out);
 
+    // POSTs a file's bytes as the body, streamed from disk; returns the status.
+    int upload(const std::string & path, const std::string & file);
+
     // Streams NDJSON lines of a POST; returns the HTTP status (0 when unreachable).
     int stream(const std::string & path, const nlohmann::json & body,
                const std::function<bool(const nlohmann::json & line)> & on_line);

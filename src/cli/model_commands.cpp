@@ -58,6 +58,53 @@ void print_tags(const json & tags) {
 
 } // namespace
 
+// The digest of a file, as /api/blobs names it.
+static std::string file_digest(const std::filesystem::path & file) {
+    std::ifstream   in(file, std::ios::binary);
+    models::Sha256  h;
+    std::vector<char> buf(1 << 20);
+    while (in) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        h.update(buf.data(), static_cast<size_t>(in.gcount()));
+    }
+    return h.finish_digest();
+}
+
+// Ollama's way: upload each local file as a blob (unless the server has it), then
+// /api/create naming the blobs. The server validates and stores.
+static int create_via_api(ApiClient & c, const std::string & name, const models::Modelfile & mf, const std::filesystem::path & dir) {
+    json body = {{"model", name}, {"stream", false}};
+    json files = json::object();
+    for (const auto & from : mf.from) {
+        std::filesystem::path p = from;
+        if (p.is_relative()) p = dir / p;
+        if (!std::filesystem::exists(p)) {
+            if (from.find('/') == std::string::npos || models::parse(from)) { body["from"] = from; continue; }
+            return fail("no such file: " + p.filename().string());
+        }
+        if (std::filesystem::is_directory(p)) return fail(p.filename().string() + " is a directory; give a GGUF file");
+        if (!models::has_gguf_magic(p)) return fail("not a GGUF file: " + p.filename().string());
+        const std::string digest = file_digest(p);
+        std::string       ignored;
+        if (c.request("HEAD", "/api/blobs/" + digest, {}, ignored) != 200) {
+            std::fprintf(stderr, "uploading %s\n", p.filename().string().c_str());
+            const int status = c.upload("/api/blobs/" + digest, p.string());
+            if (status != 200 && status != 201) return fail("uploading " + p.filename().string() + " failed (HTTP " + std::to_string(status) + ")");
+        }
+        files[p.filename().string()] = digest;
+    }
+    if (!files.empty()) body["files"] = files;
+    if (mf.system) body["system"] = *mf.system;
+    if (mf.template_text) body["template"] = *mf.template_text;
+    if (!mf.params.empty()) body["parameters"] = models::to_json(mf.params);
+    if (!mf.licenses.empty()) body["license"] = mf.licenses;
+    std::string out;
+    const int   status = c.request("POST", "/api/create", body, out);
+    if (status != 200) return fail(api_error(out, status));
+    std::fprintf(stderr, "success\n");
+    return 0;
+}
+
 int cmd_create(const Args & args) {
     std::string name, file = "Modelfile";
     for (size_t i = 0; i < args.size(); ++i) {
@@ -71,15 +118,17 @@ int cmd_create(const Args & args) {
         if (!in) return fail("cannot read " + std::filesystem::path(file).filename().string());
         std::stringstream text;
         text << in.rdbuf();
-        const auto mf       = models::parse_modelfile(text.str());
-        const auto model    = models::parse_or_throw(name);
-        // The store is shared with a running server, which reads manifests per request, so
-        // the new model is served at once.
+        const auto mf    = models::parse_modelfile(text.str());
+        const auto model = models::parse_or_throw(name);
+        const auto dir   = std::filesystem::absolute(file).parent_path();
+        ApiClient  c     = client();
+        // A Modelfile with a DRAFT line is stored directly: /api/create has no field for it yet.
+        if (!mf.draft && c.server_up()) return create_via_api(c, name, mf, dir);
         models::Store store(configured_models_dir());
         models::CreateOptions opts;
         opts.describe = api::describe_gguf;
         opts.progress = [](const std::string & status) { std::fprintf(stderr, "%s\n", status.c_str()); };
-        store.create(model, mf, std::filesystem::absolute(file).parent_path(), opts);
+        store.create(model, mf, dir, opts);
         std::fprintf(stderr, "success\n");
         return 0;
     } catch (const std::exception & e) {
@@ -144,7 +193,8 @@ int cmd_ps(const Args &) {
         const int   status = c.request("GET", "/api/ps", {}, body);
         if (status != 200) return fail(api_error(body, status));
         std::printf("%-40s %-10s %-10s %-10s %s\n", "NAME", "SIZE", "CONTEXT", "PROCESSOR", "UNTIL");
-        for (const auto & m : json::parse(body)["models"]) {
+        const json ps = json::parse(body);
+        for (const auto & m : ps["models"]) {
             std::printf("%-40s %-10s %-10s %-10s %s\n", m.value("name", "").c_str(),
                         (std::to_string(m.value("size", 0ull) / 1000000) + " MB").c_str(),
                         std::to_string(m.value("context_length", 0)).c_str(), "100% CPU",

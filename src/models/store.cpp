@@ -717,10 +717,22 @@ Manifest Store::create(const ModelName & name, const Modelfile & mf, const fs::p
         }
         throw error(ErrorKind::not_found, std::string(what) + ": no such file: " + base_name(path));
     };
-    auto add_file_layer = [&](const fs::path & file, std::string_view type) {
+    auto check_gguf = [&](const fs::path & file) {
         if (!has_gguf_magic(file)) {
             throw error(ErrorKind::bad_request, "not a GGUF file: " + base_name(file));
         }
+    };
+    auto model_layer_of = [&](const Manifest & m, const std::string & what) {
+        const Layer * layer = m.find(media_type::model);
+        if (layer == nullptr) {
+            throw error(ErrorKind::internal, what + " has no model layer");
+        }
+        if (m.find(media_type::adapter) != nullptr) {
+            throw error(ErrorKind::bad_request, what + " uses an adapter; adapters are not supported yet");
+        }
+        return *layer;
+    };
+    auto add_file_layer = [&](const fs::path & file, std::string_view type) {
         bool              existed = false;
         const std::string digest  = put_file(file, &existed);
         progress((existed ? "using existing layer " : "creating new layer ") + digest);
@@ -734,26 +746,48 @@ Manifest Store::create(const ModelName & name, const Modelfile & mf, const fs::p
         return Layer{std::string(type), digest, uint64_t(bytes.size())};
     };
 
+    // Find and check every source first, so that a bad Modelfile writes nothing.
+    const Source from = find_source(mf.from[0], "FROM");
+    if (from.file) {
+        check_gguf(*from.file);
+    } else {
+        model_layer_of(*from.model, "FROM model '" + mf.from[0] + "'");
+    }
+    std::optional<fs::path> projector_file;
+    if (mf.from.size() == 2) {
+        const Source src = find_source(mf.from[1], "FROM (projector)");
+        if (!src.file) {
+            throw error(ErrorKind::bad_request, "the second FROM must be a projector GGUF file");
+        }
+        check_gguf(*src.file);
+        projector_file = src.file;
+    }
+    Source draft_src;
+    if (mf.draft) {
+        draft_src = find_source(*mf.draft, "DRAFT");
+        if (draft_src.file) {
+            check_gguf(*draft_src.file);
+            std::error_code ec;
+            if (from.file && fs::equivalent(*from.file, *draft_src.file, ec)) {
+                throw error(ErrorKind::bad_request, "DRAFT must be a different model than FROM");
+            }
+        } else {
+            model_layer_of(*draft_src.model, "DRAFT model '" + *mf.draft + "'");
+        }
+    }
+
     // Start from the base model's layers (FROM <model>) or a new GGUF (FROM <file>).
     std::vector<Layer> base;
     ModelConfig        config;
     Layer              model_layer;
-    const Source       from = find_source(mf.from[0], "FROM");
     if (from.file) {
         progress("parsing GGUF");
-        model_layer = add_file_layer(*from.file, media_type::model);
         if (options.describe) {
             config = options.describe(*from.file);
         }
+        model_layer = add_file_layer(*from.file, media_type::model);
     } else {
-        const Layer * inherited = from.model->find(media_type::model);
-        if (inherited == nullptr) {
-            throw error(ErrorKind::internal, "FROM model '" + mf.from[0] + "' has no model layer");
-        }
-        if (from.model->find(media_type::adapter) != nullptr) {
-            throw error(ErrorKind::bad_request, "FROM model '" + mf.from[0] + "' uses an adapter; adapters are not supported yet");
-        }
-        model_layer = *inherited;
+        model_layer = model_layer_of(*from.model, "FROM model '" + mf.from[0] + "'");
         base        = from.model->layers;
         try {
             config = config_from_json(nlohmann::json::parse(read_blob(from.model->config.digest, 1u << 20)));
@@ -771,29 +805,19 @@ Manifest Store::create(const ModelName & name, const Modelfile & mf, const fs::p
     };
 
     std::optional<Layer> projector = inherited(media_type::projector);
-    if (mf.from.size() == 2) {
-        const Source src = find_source(mf.from[1], "FROM (projector)");
-        if (!src.file) {
-            throw error(ErrorKind::bad_request, "the second FROM must be a projector GGUF file");
-        }
-        projector = add_file_layer(*src.file, media_type::projector);
+    if (projector_file) {
+        projector = add_file_layer(*projector_file, media_type::projector);
     }
 
     std::optional<Layer> draft = inherited(media_type::draft);
-    if (mf.draft) {
-        const Source src = find_source(*mf.draft, "DRAFT");
-        if (src.file) {
-            draft = add_file_layer(*src.file, media_type::draft);
-        } else {
-            const Layer * layer = src.model->find(media_type::model);
-            if (layer == nullptr) {
-                throw error(ErrorKind::internal, "DRAFT model '" + *mf.draft + "' has no model layer");
-            }
-            draft = Layer{std::string(media_type::draft), layer->digest, layer->size};
-        }
-        if (draft->digest == model_layer.digest) {
-            throw error(ErrorKind::bad_request, "DRAFT must be a different model than FROM");
-        }
+    if (draft_src.file) {
+        draft = add_file_layer(*draft_src.file, media_type::draft);
+    } else if (draft_src.model) {
+        const Layer layer = model_layer_of(*draft_src.model, "DRAFT model '" + *mf.draft + "'");
+        draft             = Layer{std::string(media_type::draft), layer.digest, layer.size};
+    }
+    if (draft && draft->digest == model_layer.digest) {
+        throw error(ErrorKind::bad_request, "DRAFT must be a different model than FROM");
     }
 
     Parameters params;
