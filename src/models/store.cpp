@@ -25,6 +25,8 @@ constexpr std::string_view k_temp_prefix = ".tmp-";
 constexpr auto   k_stale_temp_age   = std::chrono::minutes(10);
 constexpr size_t k_copy_chunk       = 1u << 20;
 constexpr size_t k_max_manifest_len = 4u << 20;
+// Unreferenced blobs younger than this may belong to another process's write in progress.
+constexpr auto   k_orphan_grace     = std::chrono::minutes(15);
 
 StoreError error(ErrorKind kind, const std::string & message) { return StoreError(kind, message); }
 
@@ -167,6 +169,17 @@ fs::path resolve_local_path(const std::string & value, const fs::path & modelfil
 bool looks_like_path(std::string_view value) {
     return value.starts_with('/') || value.starts_with('.') || value.starts_with('~') ||
            value.ends_with(".gguf") || value.ends_with(".bin") || value.find('\\') != std::string_view::npos;
+}
+
+std::vector<std::string> digests_of(const std::optional<Manifest> & m) {
+    std::vector<std::string> out;
+    if (m) {
+        out.push_back(m->config.digest);
+        for (const auto & layer : m->layers) {
+            out.push_back(layer.digest);
+        }
+    }
+    return out;
 }
 
 } // namespace
@@ -561,12 +574,20 @@ std::vector<StoreEntry> Store::list() const {
 }
 
 void Store::copy(const ModelName & src, const ModelName & dst) {
-    WriteGuard guard(*this);
-    auto       manifest = read_manifest(src);
-    if (!manifest) {
-        throw error(ErrorKind::not_found, "model '" + src.display() + "' not found");
+    std::vector<std::string> replaced;
+    try {
+        replaced = digests_of(read_manifest(dst));
+    } catch (const StoreError &) {
     }
-    write_manifest(dst, *manifest);
+    {
+        WriteGuard guard(*this);
+        auto       manifest = read_manifest(src);
+        if (!manifest) {
+            throw error(ErrorKind::not_found, "model '" + src.display() + "' not found");
+        }
+        write_manifest(dst, *manifest);
+    }
+    collect_replaced(replaced);
 }
 
 template <typename Fn> auto Store::exclusive(Fn && fn) {
@@ -594,12 +615,7 @@ bool Store::remove(const ModelName & name) {
         }
         std::vector<std::string> freed;
         try {
-            if (auto manifest = read_manifest(name)) {
-                freed.push_back(manifest->config.digest);
-                for (const auto & layer : manifest->layers) {
-                    freed.push_back(layer.digest);
-                }
-            }
+            freed = digests_of(read_manifest(name));
         } catch (const StoreError &) {
             // A corrupt manifest is still removed; its blobs wait for an age-based sweep.
         }
@@ -615,7 +631,7 @@ bool Store::remove(const ModelName & name) {
                 break;
             }
         }
-        collect_locked(freed, std::chrono::minutes(15));
+        collect_locked(freed, k_orphan_grace);
         return true;
     });
 }
@@ -673,8 +689,29 @@ struct Source {
 
 } // namespace
 
+void Store::collect_replaced(const std::vector<std::string> & old_digests) {
+    if (!old_digests.empty()) {
+        exclusive([&] { return collect_locked(old_digests, k_orphan_grace); });
+    }
+}
+
 Manifest Store::create(const ModelName & name, const Modelfile & mf, const fs::path & modelfile_dir,
                        const CreateOptions & options) {
+    // Re-creating a name orphans the layers only the old version used (an edited SYSTEM);
+    // collect them once the new manifest is in place, as Ollama does.
+    std::vector<std::string> replaced;
+    try {
+        replaced = digests_of(read_manifest(name));
+    } catch (const StoreError &) {
+        // A corrupt old manifest is simply overwritten.
+    }
+    Manifest manifest = create_guarded(name, mf, modelfile_dir, options);
+    collect_replaced(replaced);
+    return manifest;
+}
+
+Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, const fs::path & modelfile_dir,
+                               const CreateOptions & options) {
     auto progress = [&](const std::string & status) {
         if (options.progress) {
             options.progress(status);

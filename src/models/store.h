@@ -150,13 +150,18 @@ class Store {
     std::optional<Manifest> read_manifest(const ModelName & name) const;
     std::vector<StoreEntry> list() const;
     // Deletes the manifest, then the blobs only it referenced. False when there was no model.
+    // remove(), copy(), create() and collect_garbage() wait for every WriteGuard to go:
+    // calling them while holding one deadlocks.
     bool remove(const ModelName & name);
-    // Throws StoreError(not_found) when src does not exist.
+    // Throws StoreError(not_found) when src does not exist. Replacing an existing dst frees
+    // the blobs only the old dst used.
     void copy(const ModelName & src, const ModelName & dst);
 
     // Builds a model from a Modelfile. Relative FROM/DRAFT paths resolve against
     // modelfile_dir; a FROM that is not a file may name a model in the store, whose layers
-    // are inherited and then overridden. Returns the new manifest.
+    // are inherited and then overridden. Every source is checked before anything is written.
+    // Replacing an existing model frees the blobs only its old version used. Returns the new
+    // manifest. Must not be called while holding a WriteGuard (it may collect).
     Manifest create(const ModelName & name, const Modelfile & modelfile,
                     const std::filesystem::path & modelfile_dir, const CreateOptions & options = {});
 
@@ -175,6 +180,10 @@ class Store {
     // put_blob_* that also say whether the blob was already stored (for create's progress).
     std::string put_bytes(std::string_view bytes, bool * existed);
     std::string put_file(const std::filesystem::path & src, bool * existed);
+    Manifest create_guarded(const ModelName & name, const Modelfile & modelfile,
+                            const std::filesystem::path & modelfile_dir, const CreateOptions & options);
+    // Collects the blobs of a replaced manifest that nothing references any more.
+    void collect_replaced(const std::vector<std::string> & old_digests);
     // Runs fn as the only collector while no WriteGuard is held.
     template <typename Fn> auto exclusive(Fn && fn);
     std::vector<std::pair<ModelName, std::filesystem::path>> manifest_files() const;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <regex>
 #include <string>
 
 using namespace specd::models;
@@ -99,8 +101,10 @@ TEST(Digest, Validation) {
         {std::string("sha256:") + std::string(32, 'a') + std::string(1, '\0') + std::string(31, 'a'), false},
         {k_hex64, false},
     };
+    const std::regex pattern("^sha256[:-][0-9a-fA-F]{64}$");
     for (const auto & c : cases) {
         EXPECT_EQ(is_valid_digest(c.text), c.valid) << c.text;
+        EXPECT_EQ(std::regex_match(c.text, pattern), c.valid) << c.text;
         EXPECT_EQ(normalize_digest(c.text).has_value(), c.valid) << c.text;
         EXPECT_EQ(blob_filename(c.text).has_value(), c.valid) << c.text;
     }
@@ -112,4 +116,26 @@ TEST(Digest, NormalizeAndBlobFilename) {
     EXPECT_EQ(blob_filename(upper), "sha256-" + k_hex64);
     EXPECT_EQ(blob_filename("sha256:" + k_hex64), "sha256-" + k_hex64);
     EXPECT_EQ(sha256_digest(""), "sha256:" + k_hex64);
+}
+
+// The hand-written check agrees with Ollama's regex on valid digests mutated one byte at a
+// time (and on truncations and extensions).
+TEST(Digest, AgreesWithTheRegex) {
+    const std::regex  pattern("^sha256[:-][0-9a-fA-F]{64}$");
+    std::string       alphabet = "0123456789abcdefABCDEFgG:-/._\\ \n\xff";
+    alphabet += '\0';
+    std::mt19937      rng(7);
+    for (int i = 0; i < 20000; ++i) {
+        std::string s = (rng() % 2 ? "sha256:" : "sha256-") + std::string(64, 'a');
+        for (size_t j = 7; j < s.size(); ++j) {
+            s[j] = "0123456789abcdefABCDEF"[rng() % 22];
+        }
+        switch (rng() % 4) {
+            case 0: s[rng() % s.size()] = alphabet[rng() % alphabet.size()]; break;
+            case 1: s.resize(rng() % s.size()); break;
+            case 2: s += alphabet[rng() % alphabet.size()]; break;
+            default: break;
+        }
+        ASSERT_EQ(is_valid_digest(s), std::regex_match(s, pattern)) << s;
+    }
 }
