@@ -40,7 +40,7 @@ std::optional<scheduler::Event> next_event(scheduler::Job & job, const std::func
 } // namespace
 
 Server::Server(ServerConfig cfg) :
-    cfg_(std::move(cfg)), store_(cfg_.models_dir), scheduler_(cfg_.scheduler), http_(std::make_unique<httplib::Server>()) {
+    cfg_(std::move(cfg)), store_(cfg_.models_dir), scheduler_(cfg_.scheduler), cors_(cfg_.origins), http_(std::make_unique<httplib::Server>()) {
     register_routes();
 }
 
@@ -93,6 +93,25 @@ void Server::register_routes() {
         if (res.body.empty()) {
             send_json(res, res.status, error_body(res.status == 404 ? "not found" : httplib::status_message(res.status)));
         }
+    });
+
+    // CORS: allowed origins get the headers (on every answer, errors too); preflights end here.
+    s.set_post_routing_handler([this](const httplib::Request & req, httplib::Response & res) {
+        const auto origin = req.get_header_value("Origin");
+        if (!origin.empty() && cors_.allows(origin)) {
+            res.set_header("Access-Control-Allow-Origin", origin);
+            res.set_header("Vary", "Origin");
+        }
+    });
+    s.Options(".*", [this](const httplib::Request & req, httplib::Response & res) {
+        const auto origin = req.get_header_value("Origin");
+        if (origin.empty() || !cors_.allows(origin)) {
+            send_json(res, 403, error_body("origin not allowed"));
+            return;
+        }
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, HEAD, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, User-Agent, Accept, X-Requested-With");
+        res.status = 204;
     });
 
     s.Get("/", [](const httplib::Request &, httplib::Response & res) { res.set_content("Ollama is running", "text/plain"); });

@@ -1,5 +1,6 @@
 #pragma once
 // The HTTP server: Ollama's routes over the scheduler and the model store.
+#include "api/cors.h"
 #include "api/ollama_request.h"
 #include "models/store.h"
 #include "scheduler/scheduler.h"
@@ -21,6 +22,7 @@ struct ServerConfig {
     std::filesystem::path models_dir;
     size_t                max_body_bytes = 64ull << 20; // JSON bodies; blob uploads stream to disk
     int32_t               default_num_ctx = 4096;      // fixed, never derived from memory size
+    std::string           origins;                     // SPECD_ORIGINS: extra allowed CORS origins
     scheduler::SchedulerConfig scheduler;
 };
 
@@ -43,6 +45,7 @@ class Server {
     ServerConfig                     cfg_;
     models::Store                    store_;
     scheduler::Scheduler             scheduler_;
+    CorsPolicy                       cors_;
     std::unique_ptr<httplib::Server> http_;
 };
 

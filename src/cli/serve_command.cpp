@@ -38,6 +38,7 @@ int cmd_serve(const Args & args) {
         cfg.host = hp.host;
         cfg.port = hp.port;
         if (cfg.models_dir.empty()) cfg.models_dir = configured_models_dir();
+        if (auto v = setting("ORIGINS")) cfg.origins = *v;
         if (auto v = setting("MAX_QUEUE")) cfg.scheduler.max_queue = std::stoul(*v);
         if (auto v = setting("CONTEXT_LENGTH")) cfg.default_num_ctx = std::stoi(*v);
         cfg.scheduler.default_keep_alive = default_keep_alive();

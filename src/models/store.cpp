@@ -736,6 +736,24 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
         Source         src;
         const fs::path path = resolve_local_path(value, modelfile_dir);
         std::error_code ec;
+        if (!options.allow_local_files) {
+            // A remote client's create: uploaded blobs and stored models only, so a request
+            // can never make the server read a file of its own choosing.
+            const bool in_blobs = path.parent_path().lexically_normal() == blobs_dir_.lexically_normal() &&
+                                  path.filename().string().starts_with("sha256-") &&
+                                  is_valid_digest(path.filename().string());
+            if (in_blobs && fs::is_regular_file(path, ec)) {
+                src.file = path;
+                return src;
+            }
+            const auto model_name = in_blobs ? std::nullopt : parse(value);
+            if (model_name && (src.model = read_manifest(*model_name))) {
+                return src;
+            }
+            // Echo a model name as typed; of a path, only its file name.
+            throw error(ErrorKind::not_found, std::string(what) + ": no model or uploaded blob named '" +
+                                                  (model_name ? value : base_name(path)) + "'");
+        }
         if (fs::exists(path, ec)) {
             if (fs::is_directory(path, ec)) {
                 throw error(ErrorKind::bad_request, std::string(what) + ": " + base_name(path) +

@@ -72,6 +72,9 @@ struct CreateOptions {
     // TEMPLATE is parsed but only stored when the caller can honour it (chat templates come
     // from the GGUF for now); otherwise create() rejects it.
     bool allow_template = false;
+    // False for a create that arrives over the API: FROM/DRAFT may then only name stored
+    // models or blobs in the store (uploaded through /api/blobs), never other server files.
+    bool allow_local_files = true;
     // Fills the config blob's details (family, parameter count, quantization) from a GGUF's
     // header. The engine layer owns GGUF reading; unset leaves the details empty.
     std::function<ModelConfig(const std::filesystem::path & gguf)> describe;

@@ -207,6 +207,10 @@ TEST(Model, LoadErrorsSayWhy) {
         gguf_write_to_file(g.get(), (dir / "arch.gguf").c_str(), false);
     }
     expect_error(dir / "arch.gguf", "unsupported model architecture");
+    // A valid header on a (sparse) 1 TiB file: refused before llama.cpp maps it.
+    std::filesystem::copy_file(fixtures::fixture("tiny.gguf"), dir / "huge.gguf");
+    std::filesystem::resize_file(dir / "huge.gguf", 1ull << 40);
+    expect_error(dir / "huge.gguf", "requires more system memory");
     std::filesystem::remove_all(dir);
 }
 

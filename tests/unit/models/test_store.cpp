@@ -321,6 +321,31 @@ TEST_F(StoreTest, CreateErrors) {
     EXPECT_EQ(count_files(root_ / "blobs"), 0u) << "nothing written before validation";
 }
 
+TEST_F(StoreTest, RemoteCreateUsesOnlyBlobsAndModels) {
+    CreateOptions remote;
+    remote.allow_local_files = false;
+    create("base", "FROM ./tiny.gguf\n");
+    const std::string blob = store_->put_blob_from_file(src_ / "draft.gguf");
+    const Modelfile   ok   = parse_modelfile("FROM " + store_->blob_path(blob).string() + "\nDRAFT base\n");
+    ASSERT_NO_THROW(store_->create(name("uploaded"), ok, root_, remote));
+    EXPECT_EQ(store_->resolve(name("uploaded")).draft, store_->resolve(name("base")).model_gguf);
+    ASSERT_NO_THROW(store_->create(name("derived"), parse_modelfile("FROM base\n"), root_, remote));
+
+    const std::string refused[] = {
+        "FROM " + (src_ / "tiny.gguf").string() + "\n",
+        "FROM tiny.gguf\n", // a valid model name, and a file in the Modelfile directory
+        "FROM base\nDRAFT " + (src_ / "draft.gguf").string() + "\n",
+        "FROM " + (root_ / "blobs" / "..").string() + "/src/tiny.gguf\n",
+    };
+    write_file(root_ / "tiny.gguf", fake_gguf("planted"));
+    for (const auto & text : refused) {
+        auto [kind, msg] = error_of([&] { store_->create(name("x"), parse_modelfile(text), root_, remote); });
+        EXPECT_EQ(kind, ErrorKind::not_found) << text;
+        EXPECT_NE(msg.find("no model or uploaded blob"), std::string::npos) << msg;
+    }
+    EXPECT_FALSE(store_->read_manifest(name("x")));
+}
+
 TEST_F(StoreTest, TemplateStoredWhenTheCallerAllowsIt) {
     CreateOptions options;
     options.allow_template = true;
