@@ -51,7 +51,10 @@ void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind)
     r.prompt.kind       = kind;
     r.generate.truncate = opt_bool(body, "truncate").value_or(true);
     r.generate.shift    = opt_bool(body, "shift").value_or(true);
-    if (auto it = body.find("format"); it != body.end()) r.generate.grammar = format_grammar(*it);
+    if (auto it = body.find("format"); it != body.end()) {
+        r.generate.grammar              = format_grammar(*it);
+        r.generate.end_on_complete_json = !r.generate.grammar.empty();
+    }
     if (auto it = body.find("keep_alive"); it != body.end()) r.keep_alive = parse_keep_alive(*it);
     if (auto it = body.find("options"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) throw bad_request("options must be an object");

@@ -40,6 +40,9 @@ struct GenerateOptions {
     bool                     truncate = true; // false: a prompt over the context is an error
     bool                     shift    = true; // false: reaching the context end ends the answer
     std::string              grammar;         // GBNF; empty: unconstrained
+    // `format` answers end once the text is one complete JSON value: after that the grammar
+    // allows only whitespace, which a model may otherwise emit until num_predict runs out.
+    bool                     end_on_complete_json = false;
 };
 
 enum class DoneReason { stop, length, load, unload };

@@ -5,6 +5,7 @@
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "engine/utf8_stream.h"
+#include "grammar/json_schema.h"
 
 #include <algorithm>
 #include <chrono>
@@ -153,6 +154,7 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
     const bool    can_shift  = opts.shift && opts.num_predict != -2 &&
                                llama_memory_can_shift(llama_get_memory(ctx_.get()));
     bool          stopped    = false;
+    std::string   answer; // the text so far, kept only when end_on_complete_json needs it
 
     for (;;) {
         if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
@@ -164,6 +166,10 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         const auto r = stops.push(utf8.push(model_->token_piece(token)));
         if (!r.text.empty()) emit(r.text);
         if (r.stopped) { stopped = true; result.reason = DoneReason::stop; break; }
+        if (opts.end_on_complete_json) {
+            answer += r.text;
+            if (grammar::is_complete_json(answer)) { result.reason = DoneReason::stop; break; }
+        }
         if (opts.num_predict > 0 && result.stats.eval_count >= opts.num_predict) {
             result.reason = DoneReason::length;
             break;
