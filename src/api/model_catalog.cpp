@@ -154,8 +154,9 @@ void catalog_create(models::Store & store, const json & body, const std::functio
         } else throw bad_request("license must be a string or a list of strings");
     }
     models::CreateOptions opts;
-    opts.describe = describe_gguf;
-    opts.progress = progress;
+    opts.describe          = describe_gguf;
+    opts.progress          = progress;
+    opts.allow_local_files = false; // a client names stored models and uploaded blobs, never paths
     try {
         store.create(name, mf, store.root(), opts);
     } catch (const Error & e) {
