@@ -1,0 +1,26 @@
+#pragma once
+// Verification of one draft position against the target (DESIGN.md, "One decode round",
+// step 4). Greedy: accept when the draft equals the target's choice. Stochastic: speculative
+// (rejection) sampling, so the accepted-or-resampled token is distributed exactly as a draw
+// from the target's own distribution p, whatever the draft's distribution q was.
+#include "spec/token_dist.h"
+
+namespace specd::spec {
+
+struct PositionVerdict {
+    bool     accepted = false;
+    token_id token    = -1; // the draft token when accepted, else the target's replacement
+};
+
+// Greedy: `target_choice` is the target's argmax at this position.
+PositionVerdict verify_greedy(token_id drafted, token_id target_choice);
+
+// Stochastic: accept `drafted` with probability min(1, p(x) / q(x)); otherwise draw from the
+// residual max(0, p - q), renormalised. `q` is the distribution the draft was drawn from.
+PositionVerdict verify_stochastic(token_id drafted, const TokenDist & p, const TokenDist & q, Rng & rng);
+
+// The residual distribution max(0, p - q) / Z (p itself when Z is 0, which only happens when
+// q covers p exactly and the rejection had probability 0).
+TokenDist residual(const TokenDist & p, const TokenDist & q);
+
+} // namespace specd::spec
