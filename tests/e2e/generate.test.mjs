@@ -181,7 +181,14 @@ describe('generate', () => {
     assert.ok(!Number.isNaN(exp), `expires_at ${m.expires_at}`);
     assert.ok(exp > Date.now(), `expires_at ${m.expires_at} must be in the future`);
     assert.ok(exp < Date.now() + 10 * 60_000, `default keep_alive is 5 minutes: ${m.expires_at}`);
-    assert.match(m.digest, /^(sha256:)?[0-9a-f]{64}$/);
+    assert.match(m.digest, /^(sha256:)?[0-9a-f]{64}$/, `digest ${m.digest}`);
+  });
+
+  test('ps: the digest is bare hex, as Ollama shows it', async () => {
+    await h.srv.client.generate({ model: MODEL, prompt: 'hi', options: greedy({ num_predict: 2 }) });
+    const models = await psModels();
+    assert.equal(models.length, 1);
+    assert.match(models[0].digest, /^[0-9a-f]{64}$/, `digest ${models[0].digest}`);
   });
 
   test('ps reports num_ctx 256 for a request with options.num_ctx 256', async () => {
