@@ -49,6 +49,7 @@ ServedModel catalog_resolve(const models::Store & store, const std::string & nam
     m.files.gguf   = r.model_gguf;
     m.files.digest = r.digest;
     m.files.system = r.system;
+    m.files.draft  = r.draft;
     m.params       = r.params;
     return m;
 }
@@ -132,6 +133,17 @@ void catalog_create(models::Store & store, const json & body, const std::functio
         }
     }
     if (mf.from.empty()) throw bad_request("neither 'from' nor 'files' was specified");
+    // specd's extension for speculation: `draft` names a stored model or an uploaded blob.
+    if (auto draft = opt_string(body, "draft"); draft && !draft->empty()) {
+        if (models::is_valid_digest(*draft)) {
+            if (!store.has_blob(*draft)) throw bad_request("draft blob " + *draft + " not found; upload it to /api/blobs first");
+            mf.draft = store.blob_path(*draft).string();
+        } else if (models::parse(*draft)) {
+            mf.draft = *draft;
+        } else {
+            throw bad_request("draft must name a model or an uploaded blob digest");
+        }
+    }
     if (auto v = opt_string(body, "system")) mf.system = *v;
     if (auto v = opt_string(body, "template"); v && !v->empty()) mf.template_text = *v;
     if (auto it = body.find("adapters"); it != body.end() && !it->is_null() && !it->empty()) {

@@ -154,6 +154,7 @@ void apply_options(const models::Parameters & model_params, const json & request
         throw bad_request("num_predict must be at most " + std::to_string(k_max_num_predict) +
                           " (or -1 for no limit, -2 to fill the context)");
     }
+    if (p.draft_num_predict) g.draft_num_predict = *p.draft_num_predict;
     if (p.num_keep) g.num_keep = *p.num_keep < 0 ? c.num_ctx : *p.num_keep;
     if (!p.stop.empty()) g.stop = p.stop;
     if (p.temperature) s.temperature = static_cast<float>(*p.temperature);

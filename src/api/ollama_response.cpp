@@ -38,7 +38,20 @@ json final_chunk(const std::string & model, const scheduler::DoneInfo & d, bool 
     j["prompt_eval_duration"] = d.prompt_eval_ns;
     j["eval_count"]           = d.eval_count;
     j["eval_duration"]        = d.eval_ns;
+    if (d.reason == DoneReason::stop || d.reason == DoneReason::length) j["speculation"] = speculation_json(d.speculation);
     return j;
+}
+
+json speculation_json(const spec::DepthStats & s) {
+    json per_position = json::array();
+    for (size_t i = 0; i < s.accepted_per_position.size(); ++i) {
+        const int64_t drafted = i < s.drafted_per_position.size() ? s.drafted_per_position[i] : 0;
+        per_position.push_back(drafted > 0 ? double(s.accepted_per_position[i]) / double(drafted) : 0.0);
+    }
+    return {{"rounds", s.rounds},          {"drafted", s.drafted},
+            {"accepted", s.accepted},      {"accepted_per_position", per_position},
+            {"mean_k", s.mean_k()},        {"zero_k_rounds", s.zero_k_rounds},
+            {"probes", s.probes}};
 }
 
 json error_body(const std::string & message) {

@@ -16,6 +16,8 @@ json text_chunk(const std::string & model, const std::string & text, bool chat);
 json final_chunk(const std::string & model, const scheduler::DoneInfo & done, bool chat,
                  const std::string & full_text = "");
 json error_body(const std::string & message);
+// A request's speculation counters; accepted_per_position[i] is the rate at draft position i.
+json speculation_json(const spec::DepthStats & stats);
 int  http_status(ErrorKind kind);
 
 } // namespace specd::api

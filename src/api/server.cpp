@@ -204,6 +204,7 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
     d.request.model       = m.files;
     d.request.context.num_ctx = cfg_.default_num_ctx;
     apply_options(m.params, d.options, d.request);
+    if (cfg_.no_draft) d.request.generate.draft_num_predict = 0;
 
     auto job = scheduler_.submit(std::move(d.request));
     const auto client_gone = [&req] { return req.is_connection_closed(); };

@@ -23,6 +23,7 @@ struct ServerConfig {
     size_t                max_body_bytes = 64ull << 20; // JSON bodies; blob uploads stream to disk
     int32_t               default_num_ctx = 4096;      // fixed, never derived from memory size
     std::string           origins;                     // SPECD_ORIGINS: extra allowed CORS origins
+    bool                  no_draft = false;            // --no-draft / SPECD_NO_DRAFT: speculation off
     scheduler::SchedulerConfig scheduler;
 };
 

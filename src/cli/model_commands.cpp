@@ -75,23 +75,37 @@ static std::string file_digest(const std::filesystem::path & file) {
 static int create_via_api(ApiClient & c, const std::string & name, const models::Modelfile & mf, const std::filesystem::path & dir) {
     json body = {{"model", name}, {"stream", false}};
     json files = json::object();
-    for (const auto & from : mf.from) {
-        std::filesystem::path p = from;
+    // A local GGUF becomes an uploaded blob (its digest); anything else must name a model.
+    auto source = [&](const std::string & value, std::string & digest) -> std::optional<std::string> {
+        std::filesystem::path p = value;
         if (p.is_relative()) p = dir / p;
         if (!std::filesystem::exists(p)) {
-            if (from.find('/') == std::string::npos || models::parse(from)) { body["from"] = from; continue; }
-            return fail("no such file: " + p.filename().string());
+            if (models::parse(value)) return std::nullopt;
+            return "no such file: " + p.filename().string();
         }
-        if (std::filesystem::is_directory(p)) return fail(p.filename().string() + " is a directory; give a GGUF file");
-        if (!models::has_gguf_magic(p)) return fail("not a GGUF file: " + p.filename().string());
-        const std::string digest = file_digest(p);
-        std::string       ignored;
+        if (std::filesystem::is_directory(p)) return p.filename().string() + " is a directory; give a GGUF file";
+        if (!models::has_gguf_magic(p)) return "not a GGUF file: " + p.filename().string();
+        digest = file_digest(p);
+        std::string ignored;
         if (c.request("HEAD", "/api/blobs/" + digest, {}, ignored) != 200) {
             std::fprintf(stderr, "uploading %s\n", p.filename().string().c_str());
             const int status = c.upload("/api/blobs/" + digest, p.string());
-            if (status != 200 && status != 201) return fail("uploading " + p.filename().string() + " failed (HTTP " + std::to_string(status) + ")");
+            if (status != 200 && status != 201) {
+                return "uploading " + p.filename().string() + " failed (HTTP " + std::to_string(status) + ")";
+            }
         }
-        files[p.filename().string()] = digest;
+        return std::nullopt;
+    };
+    for (const auto & from : mf.from) {
+        std::string digest;
+        if (auto err = source(from, digest)) return fail(*err);
+        if (digest.empty()) body["from"] = from;
+        else files[std::filesystem::path(from).filename().string()] = digest;
+    }
+    if (mf.draft) {
+        std::string digest;
+        if (auto err = source(*mf.draft, digest)) return fail("DRAFT: " + *err);
+        body["draft"] = digest.empty() ? *mf.draft : digest;
     }
     if (!files.empty()) body["files"] = files;
     if (mf.system) body["system"] = *mf.system;
@@ -122,8 +136,7 @@ int cmd_create(const Args & args) {
         const auto model = models::parse_or_throw(name);
         const auto dir   = std::filesystem::absolute(file).parent_path();
         ApiClient  c     = client();
-        // A Modelfile with a DRAFT line is stored directly: /api/create has no field for it yet.
-        if (!mf.draft && c.server_up()) return create_via_api(c, name, mf, dir);
+        if (c.server_up()) return create_via_api(c, name, mf, dir);
         models::Store store(configured_models_dir());
         models::CreateOptions opts;
         opts.describe = api::describe_gguf;

@@ -27,6 +27,7 @@ int cmd_serve(const Args & args) {
         for (size_t i = 0; i < args.size(); ++i) {
             if (args[i] == "--host" && i + 1 < args.size()) hp = parse_host(args[++i]);
             else if (args[i] == "--models" && i + 1 < args.size()) cfg.models_dir = args[++i];
+            else if (args[i] == "--no-draft") cfg.no_draft = true;
             else if (args[i] == "--parallel" && i + 1 < args.size()) {
                 // One sequence per model for now: asking for more is an error, not a silent 1.
                 if (std::stoi(args[++i]) != 1) throw std::invalid_argument("--parallel above 1 is not supported yet");
@@ -39,6 +40,7 @@ int cmd_serve(const Args & args) {
         cfg.port = hp.port;
         if (cfg.models_dir.empty()) cfg.models_dir = configured_models_dir();
         if (auto v = setting("ORIGINS")) cfg.origins = *v;
+        if (auto v = setting("NO_DRAFT"); v && *v != "0" && *v != "false") cfg.no_draft = true;
         if (auto v = setting("MAX_QUEUE")) cfg.scheduler.max_queue = std::stoul(*v);
         if (auto v = setting("CONTEXT_LENGTH")) cfg.default_num_ctx = std::stoi(*v);
         cfg.scheduler.default_keep_alive = default_keep_alive();

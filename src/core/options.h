@@ -43,6 +43,12 @@ struct GenerateOptions {
     // `format` answers end once the text is one complete JSON value: after that the grammar
     // allows only whitespace, which a model may otherwise emit until num_predict runs out.
     bool                     end_on_complete_json = false;
+    // Caps the speculation depth for this request; 0 turns drafting off, -1 leaves the
+    // depth to the controller.
+    int32_t                  draft_num_predict = -1;
+    // Tests and benchmarks only (not reachable from the API): draft exactly this many tokens
+    // every round instead of asking the depth controller.
+    std::optional<int32_t>   draft_fixed_k;
 };
 
 enum class DoneReason { stop, length, load, unload };

@@ -34,6 +34,7 @@ struct ModelFiles {
     std::filesystem::path gguf;
     std::string           digest; // of the manifest: a changed model reloads
     std::string           system; // the Modelfile's SYSTEM
+    std::optional<std::filesystem::path> draft; // the Modelfile's DRAFT: a speculation model
 };
 
 using KeepAlive = std::chrono::nanoseconds; // negative: forever

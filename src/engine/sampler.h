@@ -1,8 +1,11 @@
 #pragma once
-// Token selection for one request: an optional grammar constraint, then the sampling chain
-// (penalties, top-k, typical, top-p, min-p, temperature, draw), Ollama's order and options.
+// Token selection for one request: the grammar mask first, then the sampling chain
+// (penalties, top-k, typical, top-p, min-p, temperature) in Ollama's order. The result is a
+// distribution rather than a token, so speculative verification can compare it with a
+// draft's; drawing from it uses the request's own seeded generator.
 #include "core/options.h"
 #include "engine/llama_handles.h"
+#include "spec/token_dist.h"
 
 #include <span>
 #include <string>
@@ -13,21 +16,31 @@ namespace specd::engine {
 class Sampler {
   public:
     // `grammar` is GBNF (empty: none). Throws specd::Error(bad_request) if it does not parse.
-    Sampler(const llama_vocab * vocab, const SamplingOptions & opts, const std::string & grammar);
+    // `penalties`: false for a draft model's sampler (its proposals need no history).
+    Sampler(const llama_vocab * vocab, const SamplingOptions & opts, const std::string & grammar,
+            bool penalties = true);
 
     // Feeds context tokens to the penalties only (the grammar constrains output, not input).
     void accept_history(std::span<const llama_token> tokens);
 
-    // Picks the next token from the logits at batch index `idx` and records it.
-    llama_token sample(llama_context * ctx, int32_t idx);
+    // The distribution at batch index `idx`; a point mass on the best token when greedy.
+    spec::TokenDist distribution(llama_context * ctx, int32_t idx);
 
+    // Records a chosen token: advances the grammar and the penalties' history.
+    void accept(llama_token token);
+
+    bool greedy() const { return greedy_; }
     bool constrained() const { return grammar_ != nullptr; }
 
   private:
-    const llama_vocab *            vocab_;
-    sampler_ptr                    grammar_;
-    sampler_ptr                    chain_;
-    std::vector<llama_token_data>  cur_; // (n_vocab) candidates, reused between calls
+    const llama_vocab *           vocab_;
+    bool                          greedy_;
+    sampler_ptr                   grammar_;
+    sampler_ptr                   chain_;
+    std::vector<llama_token_data> cur_; // (n_vocab) candidates, reused between calls
 };
+
+// The generator for a request's seed (-1: a random one).
+spec::Rng make_rng(int64_t seed);
 
 } // namespace specd::engine

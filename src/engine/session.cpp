@@ -6,15 +6,19 @@
 #include "engine/stop_matcher.h"
 #include "engine/utf8_stream.h"
 #include "grammar/json_schema.h"
+#include "spec/verifier.h"
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <thread>
 
 namespace specd::engine {
 
 namespace {
+
+constexpr int k_spec_max = 16; // deepest speculation round (the controller's k_max)
 
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -51,13 +55,14 @@ std::vector<llama_token> truncate_prompt(const std::vector<llama_token> & prompt
     return out;
 }
 
-Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts) :
+Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std::shared_ptr<Model> draft) :
     model_(std::move(model)),
     opts_(opts),
     n_ctx_(static_cast<uint32_t>(clamp_ctx(opts.num_ctx, model_->n_ctx_train()))),
-    batch_(std::max(1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_))), 1) {
+    // A verify batch holds 1 + k tokens, whatever num_batch says.
+    batch_(std::max({1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_)), 1 + k_spec_max}), 1) {
     ensure_backend();
-    const int32_t n_ctx = static_cast<int32_t>(n_ctx_);
+    const int32_t n_ctx     = static_cast<int32_t>(n_ctx_);
     const int32_t n_threads = opts.num_thread > 0 ? opts.num_thread : default_threads(*model_);
 
     llama_context_params cp = llama_context_default_params();
@@ -80,6 +85,7 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts) :
         throw bad_request("cannot create a context of " + std::to_string(n_ctx) + " tokens" +
                           (why.empty() ? "" : ": " + why));
     }
+    if (draft) draft_ = std::make_unique<DraftModel>(std::move(draft), *model_, n_ctx_, batch_.capacity());
 }
 
 void Session::decode_or_throw(const std::atomic<bool> & cancel) {
@@ -104,11 +110,12 @@ int32_t Session::prefill(const std::vector<llama_token> & prompt, const std::ato
     }
     cached_.resize(common);
 
-    int32_t last_idx = -1;
+    const int32_t chunk    = std::max(1, std::min(opts_.num_batch, batch_.capacity()));
+    int32_t       last_idx = -1;
     for (size_t i = common; i < prompt.size();) {
         if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
         batch_.clear();
-        for (; i < prompt.size() && batch_.size() < batch_.capacity(); ++i) {
+        for (; i < prompt.size() && batch_.size() < chunk; ++i) {
             last_idx = batch_.add(prompt[i], static_cast<llama_pos>(i), 0, i + 1 == prompt.size());
         }
         decode_or_throw(cancel);
@@ -127,6 +134,61 @@ void Session::shift_context(int32_t n_keep) {
     cached_.erase(cached_.begin() + n_keep, cached_.begin() + n_keep + discard);
 }
 
+// The per-request state of a generation: turns chosen tokens into text, and knows when the
+// answer ends (end of generation, a stop string, num_predict, a complete JSON value).
+class Session::Generation {
+  public:
+    Generation(const Model & model, const GenerateOptions & opts, const TextSink & emit, GenerateResult & result) :
+        model_(model), opts_(opts), emit_(emit), result_(result), stops_(opts.stop) {}
+
+    // Records one token of the answer; true when the answer has ended.
+    bool commit(llama_token token) {
+        if (model_.is_eog(token)) return end(DoneReason::stop);
+        ++result_.stats.eval_count;
+        result_.context.push_back(token);
+        const auto r = stops_.push(utf8_.push(model_.token_piece(token)));
+        if (!r.text.empty()) emit_(r.text);
+        if (r.stopped) {
+            stopped_ = true;
+            return end(DoneReason::stop);
+        }
+        if (opts_.end_on_complete_json) {
+            answer_ += r.text;
+            if (grammar::is_complete_json(answer_)) return end(DoneReason::stop);
+        }
+        if (opts_.num_predict > 0 && result_.stats.eval_count >= opts_.num_predict) return end(DoneReason::length);
+        return false;
+    }
+
+    bool end(DoneReason reason) {
+        result_.reason = reason;
+        return true;
+    }
+
+    // Tokens the answer may still take (INT_MAX when unbounded).
+    int remaining() const {
+        return opts_.num_predict > 0 ? opts_.num_predict - result_.stats.eval_count : INT_MAX;
+    }
+
+    // Releases text held back for a possible stop string or an unfinished UTF-8 sequence.
+    void finish() {
+        if (stopped_) return;
+        const auto  r    = stops_.push(utf8_.flush());
+        std::string tail = r.text + (r.stopped ? "" : stops_.flush());
+        if (!tail.empty()) emit_(tail);
+    }
+
+  private:
+    const Model &           model_;
+    const GenerateOptions & opts_;
+    const TextSink &        emit_;
+    GenerateResult &        result_;
+    Utf8Stream              utf8_;
+    StopMatcher             stops_;
+    bool                    stopped_ = false;
+    std::string             answer_; // the text so far, kept only when end_on_complete_json needs it
+};
+
 GenerateResult Session::generate(std::vector<llama_token> prompt, const GenerateOptions & opts,
                                  const TextSink & emit, const std::atomic<bool> & cancel) {
     struct CancelScope {
@@ -134,6 +196,9 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         CancelScope(Session & s, const std::atomic<bool> & c) : s(s) { s.cancel_ = &c; }
         ~CancelScope() { s.cancel_ = nullptr; }
     } scope(*this, cancel);
+    const auto check_cancel = [&] {
+        if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
+    };
 
     const int32_t n_ctx = static_cast<int32_t>(this->n_ctx());
     if (prompt.empty()) throw bad_request("prompt is empty after tokenization");
@@ -148,56 +213,111 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
 
     GenerateResult result;
     Sampler        sampler(model_->vocab(), opts.sampling, opts.grammar);
+    spec::Rng      rng     = make_rng(opts.sampling.seed);
     const size_t   history = std::min(prompt.size(), static_cast<size_t>(std::max(opts.sampling.repeat_last_n, 0)));
     sampler.accept_history(std::span(prompt).last(history));
 
+    std::optional<int> cap;
+    if (opts.draft_num_predict >= 0) cap = std::min<int>(opts.draft_num_predict, k_spec_max);
+    spec::DepthController depth(prior_, cap, spec::DepthConfig{.k_max = k_spec_max});
+    std::unique_ptr<Sampler> draft_sampler;
+    if (draft_) {
+        // Proposals need no grammar yet and no penalties: any distribution is exact under
+        // verification, only the acceptance rate depends on it.
+        draft_sampler = std::make_unique<Sampler>(draft_->model().vocab(), opts.sampling, "", false);
+    }
+
     const int64_t t0  = now_ns();
-    int32_t       idx = prefill(prompt, cancel, result.stats);
+    const int32_t idx = prefill(prompt, cancel, result.stats);
     const int64_t t1  = now_ns();
     result.stats.prompt_eval_ns = t1 - t0;
     result.context              = prompt;
 
-    Utf8Stream    utf8;
-    StopMatcher   stops(opts.stop);
-    const int32_t n_keep     = std::clamp(opts.num_keep, 0, n_ctx / 2);
-    const bool    can_shift  = opts.shift && opts.num_predict != -2 &&
-                               llama_memory_can_shift(llama_get_memory(ctx_.get()));
-    bool          stopped    = false;
-    std::string   answer; // the text so far, kept only when end_on_complete_json needs it
+    Generation    gen(*model_, opts, emit, result);
+    const int32_t n_keep    = std::clamp(opts.num_keep, 0, n_ctx / 2);
+    const bool    can_shift = opts.shift && opts.num_predict != -2 && llama_memory_can_shift(llama_get_memory(ctx_.get()));
 
-    for (;;) {
-        if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
-        const llama_token token = sampler.sample(ctx_.get(), idx);
-        if (model_->is_eog(token)) { result.reason = DoneReason::stop; break; }
-        ++result.stats.eval_count;
-        result.context.push_back(token);
+    // The first token comes from the prompt's logits; every later one from a round.
+    auto        choose = [&](const spec::TokenDist & p) { return sampler.greedy() ? p.ids[0] : p.draw(spec::uniform01(rng)); };
+    llama_token last   = choose(sampler.distribution(ctx_.get(), idx));
+    sampler.accept(last);
+    bool done = gen.commit(last);
 
-        const auto r = stops.push(utf8.push(model_->token_piece(token)));
-        if (!r.text.empty()) emit(r.text);
-        if (r.stopped) { stopped = true; result.reason = DoneReason::stop; break; }
-        if (opts.end_on_complete_json) {
-            answer += r.text;
-            if (grammar::is_complete_json(answer)) { result.reason = DoneReason::stop; break; }
-        }
-        if (opts.num_predict > 0 && result.stats.eval_count >= opts.num_predict) {
-            result.reason = DoneReason::length;
-            break;
-        }
+    std::vector<llama_token> history_buf;
+    while (!done) {
+        check_cancel();
         if (static_cast<int32_t>(cached_.size()) + 1 > n_ctx) {
-            if (!can_shift) { result.reason = DoneReason::length; break; }
+            if (!can_shift) { done = gen.end(DoneReason::length); break; }
             shift_context(n_keep);
         }
+        // 1. Plan the depth; the context and num_predict bound it too.
+        const int room = n_ctx - static_cast<int>(cached_.size()) - 1;
+        const int planned = opts.draft_fixed_k ? *opts.draft_fixed_k : depth.plan();
+        const int k       = std::min({planned, room, gen.remaining() - 1});
+
+        // 2. Draft: prompt lookup first (free), the draft model when it finds nothing.
+        const int64_t            td0 = now_ns();
+        std::vector<llama_token> drafts;
+        std::vector<spec::TokenDist> dists;
+        if (k > 0) {
+            history_buf.assign(cached_.begin(), cached_.end());
+            history_buf.push_back(last);
+            drafts = ngram_.propose(history_buf, k);
+            if (!drafts.empty()) {
+                for (auto t : drafts) dists.push_back(spec::TokenDist::point(t));
+            } else if (draft_) {
+                Proposal p = draft_->propose(history_buf, k, *draft_sampler, rng, cancel);
+                drafts     = std::move(p.tokens);
+                dists      = std::move(p.dists);
+                check_cancel();
+            }
+        }
+        const int64_t td1 = now_ns();
+
+        // 3. One target batch: the last token plus the drafts, logits for all.
+        // (1 + n_drafts) positions starting at P = cached_.size()
+        const llama_pos pos0 = static_cast<llama_pos>(cached_.size());
         batch_.clear();
-        idx = batch_.add(token, static_cast<llama_pos>(cached_.size()), 0, true);
+        batch_.add(last, pos0, 0, true);
+        for (size_t i = 0; i < drafts.size(); ++i) batch_.add(drafts[i], pos0 + 1 + static_cast<llama_pos>(i), 0, true);
         decode_or_throw(cancel);
-        cached_.push_back(token);
+        const int64_t td2 = now_ns();
+        cached_.push_back(last);
+
+        // 4. Verify position by position; the chain state always matches what is committed.
+        int         n_accepted = 0;
+        llama_token next       = -1;
+        for (size_t i = 0; i <= drafts.size(); ++i) {
+            const spec::TokenDist p = sampler.distribution(ctx_.get(), static_cast<int32_t>(i));
+            bool                  accepted = false;
+            if (i < drafts.size()) {
+                const auto v = sampler.greedy() ? spec::verify_greedy(drafts[i], p.ids[0])
+                                                : spec::verify_stochastic(drafts[i], p, dists[i], rng);
+                accepted = v.accepted;
+                next     = v.token;
+            } else {
+                next = choose(p);
+            }
+            sampler.accept(next);
+            done = gen.commit(next);
+            if (!accepted || done) break;
+            ++n_accepted;
+            cached_.push_back(next); // an accepted draft's KV is already in the cache
+        }
+
+        // 5. Roll back what was not accepted; `next` is the new last token (not decoded yet).
+        llama_memory_seq_rm(llama_get_memory(ctx_.get()), 0, pos0 + 1 + n_accepted, -1);
+        last = next;
+        depth.observe({.k_planned  = std::max(k, 0),
+                       .n_drafted  = static_cast<int>(drafts.size()),
+                       .n_accepted = n_accepted,
+                       .draft_s    = (td1 - td0) / 1e9,
+                       .verify_s   = (td2 - td1) / 1e9});
     }
-    if (!stopped) {
-        const auto r = stops.push(utf8.flush());
-        std::string tail = r.text + (r.stopped ? "" : stops.flush());
-        if (!tail.empty()) emit(tail);
-    }
+    gen.finish();
     result.stats.eval_ns = now_ns() - t1;
+    result.speculation   = depth.stats();
+    depth.fold_into(prior_);
     return result;
 }
 

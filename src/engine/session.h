@@ -1,10 +1,13 @@
 #pragma once
-// One llama context on a loaded model and the generation loop that runs on it. The tokens
-// held in its KV cache are remembered, so a request that shares a prefix with the previous
-// one (a chat that goes on) only evaluates the new part.
+// One llama context on a loaded model (plus, optionally, a draft model's) and the decode
+// rounds that run on it. The tokens held in its KV cache are remembered, so a request that
+// shares a prefix with the previous one (a chat that goes on) only evaluates the new part.
 #include "core/options.h"
+#include "engine/draft_model.h"
 #include "engine/llama_handles.h"
 #include "engine/model.h"
+#include "spec/depth_controller.h"
+#include "spec/ngram_drafter.h"
 
 #include <atomic>
 #include <functional>
@@ -24,6 +27,7 @@ struct GenerateStats {
 struct GenerateResult {
     DoneReason               reason = DoneReason::stop;
     GenerateStats            stats;
+    spec::DepthStats         speculation;
     std::vector<llama_token> context; // prompt + generated tokens, Ollama's `context`
 };
 
@@ -31,8 +35,9 @@ using TextSink = std::function<void(std::string_view text)>;
 
 class Session {
   public:
-    // Throws specd::Error(bad_request) when the context cannot be created.
-    Session(std::shared_ptr<Model> model, const ContextOptions & opts);
+    // Throws specd::Error(bad_request) when a context cannot be created or the draft's
+    // vocabulary does not match.
+    Session(std::shared_ptr<Model> model, const ContextOptions & opts, std::shared_ptr<Model> draft = nullptr);
 
     // Runs one generation. `emit` receives valid UTF-8 text pieces, never a stop string.
     // Throws specd::Error(cancelled) soon after `cancel` becomes true, wherever it is.
@@ -41,25 +46,34 @@ class Session {
 
     const Model &          model() const { return *model_; }
     const ContextOptions & options() const { return opts_; }
+    bool                   has_draft_model() const { return draft_ != nullptr; }
     // The context length asked for (clamped to the trained one). llama.cpp may allocate a
     // little more (it pads), but limits apply to this number, as the client set it.
     uint32_t               n_ctx() const { return n_ctx_; }
 
+    // What the depth controller carries from one request to the next on this model.
+    const spec::DepthPrior & depth_prior() const { return prior_; }
+
   private:
+    class Generation;
+
     // Makes the KV cache hold `prompt` (reusing the common prefix); leaves the logits of the
-    // last prompt token at batch index returned.
+    // last prompt token at the batch index returned.
     int32_t prefill(const std::vector<llama_token> & prompt, const std::atomic<bool> & cancel,
                     GenerateStats & stats);
     void    decode_or_throw(const std::atomic<bool> & cancel);
     void    shift_context(int32_t n_keep);
 
-    std::shared_ptr<Model>   model_;
-    ContextOptions           opts_;
-    uint32_t                 n_ctx_ = 0;
-    context_ptr              ctx_;
-    Batch                    batch_;
-    std::vector<llama_token> cached_; // tokens whose KV is in sequence 0, in order
-    const std::atomic<bool> * cancel_ = nullptr; // read by llama.cpp's abort callback
+    std::shared_ptr<Model>      model_;
+    ContextOptions              opts_;
+    uint32_t                    n_ctx_ = 0;
+    context_ptr                 ctx_;
+    Batch                       batch_;
+    std::vector<llama_token>    cached_; // tokens whose KV is in sequence 0, in order
+    std::unique_ptr<DraftModel> draft_;
+    spec::NgramDrafter          ngram_;
+    spec::DepthPrior            prior_;
+    const std::atomic<bool> *   cancel_ = nullptr; // read by llama.cpp's abort callback
 };
 
 // The Ollama truncation rule: keep the first `num_keep` tokens, drop the oldest of the rest

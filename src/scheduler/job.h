@@ -2,6 +2,7 @@
 // One request in flight: what to run, a cancel flag, and the channel its results come back on.
 #include "core/error.h"
 #include "core/request.h"
+#include "spec/depth_controller.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -21,6 +22,7 @@ struct DoneInfo {
     int64_t              load_ns           = 0;
     int64_t              total_ns          = 0;
     std::vector<int32_t> context;
+    spec::DepthStats     speculation;
 };
 
 struct Event {

@@ -88,10 +88,11 @@ void Runner::ensure_loaded(const GenerateRequest & req, DoneInfo & done) {
     if (!same_model) {
         unload();
         model_         = engine::Model::load(req.model.gguf, load_opts);
+        draft_         = req.model.draft ? engine::Model::load(*req.model.draft, load_opts) : nullptr;
         template_      = std::make_unique<engine::ChatTemplate>(model_->get());
         loaded_digest_ = req.model.digest;
     }
-    session_ = std::make_unique<engine::Session>(model_, req.context);
+    session_ = std::make_unique<engine::Session>(model_, req.context, draft_);
     done.load_ns = now_ns() - t0;
 
     LoadedInfo info;
@@ -110,6 +111,7 @@ void Runner::unload() {
     session_.reset();
     template_.reset();
     model_.reset();
+    draft_.reset();
     loaded_digest_.clear();
     std::lock_guard lock(mu_);
     info_.reset();
@@ -138,6 +140,7 @@ void Runner::run(Job & job) {
             done.eval_count        = result.stats.eval_count;
             done.eval_ns           = result.stats.eval_ns;
             done.context.assign(result.context.begin(), result.context.end());
+            done.speculation = std::move(result.speculation);
         }
         done.total_ns = now_ns() - job.enqueued_ns;
 

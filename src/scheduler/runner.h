@@ -62,6 +62,7 @@ class Runner {
 
     // Touched only by the runner thread.
     std::shared_ptr<engine::Model>        model_;
+    std::shared_ptr<engine::Model>        draft_;
     std::unique_ptr<engine::ChatTemplate> template_;
     std::unique_ptr<engine::Session>      session_;
     std::string                           loaded_digest_;

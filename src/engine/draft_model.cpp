@@ -1,0 +1,94 @@
+#include "engine/draft_model.h"
+
+#include "core/error.h"
+#include "engine/backend.h"
+
+#include <cstring>
+
+namespace specd::engine {
+
+std::string vocab_mismatch(const Model & target, const Model & draft) {
+    const llama_vocab * a = target.vocab();
+    const llama_vocab * b = draft.vocab();
+    if (llama_vocab_type(a) != llama_vocab_type(b)) return "the draft's tokenizer type differs from the model's";
+    const int32_t n = llama_vocab_n_tokens(a);
+    if (n != llama_vocab_n_tokens(b)) {
+        return "the draft's vocabulary has " + std::to_string(llama_vocab_n_tokens(b)) + " tokens, the model's " +
+               std::to_string(n);
+    }
+    if (llama_vocab_bos(a) != llama_vocab_bos(b) || llama_vocab_eos(a) != llama_vocab_eos(b)) {
+        return "the draft's special tokens differ from the model's";
+    }
+    for (int32_t t = 0; t < n; ++t) {
+        if (std::strcmp(llama_vocab_get_text(a, t), llama_vocab_get_text(b, t)) != 0) {
+            return "the draft's token " + std::to_string(t) + " differs from the model's";
+        }
+    }
+    return "";
+}
+
+DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint32_t n_ctx, int32_t n_batch) :
+    model_(std::move(draft)), batch_(std::max(1, n_batch), 1) {
+    if (auto why = vocab_mismatch(target, *model_); !why.empty()) {
+        throw bad_request("draft model cannot be used: " + why);
+    }
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx                = n_ctx;
+    cp.n_batch              = batch_.capacity();
+    cp.n_ubatch             = batch_.capacity();
+    cp.n_seq_max            = 1;
+    cp.n_threads = cp.n_threads_batch = 1; // drafts are small and latency-bound; see Session
+    LogCapture capture;
+    ctx_.reset(llama_init_from_model(model_->get(), cp));
+    if (!ctx_) throw bad_request("cannot create the draft model's context: " + capture.first_error());
+}
+
+bool DraftModel::decode(const std::atomic<bool> & cancel) {
+    if (cancel.load()) return false;
+    if (llama_decode(ctx_.get(), batch_.get()) == 0) return true;
+    llama_memory_clear(llama_get_memory(ctx_.get()), true);
+    cached_.clear();
+    return false;
+}
+
+Proposal DraftModel::propose(std::span<const llama_token> history, int k, Sampler & sampler, spec::Rng & rng,
+                             const std::atomic<bool> & cancel) {
+    Proposal out;
+    if (k <= 0 || history.empty()) return out;
+
+    // Bring the cache to `history` minus its last token, then decode that token for logits.
+    llama_memory_t mem    = llama_get_memory(ctx_.get());
+    size_t         common = 0;
+    while (common < cached_.size() && common + 1 < history.size() && cached_[common] == history[common]) ++common;
+    if (!llama_memory_seq_rm(mem, 0, static_cast<llama_pos>(common), -1)) {
+        llama_memory_clear(mem, true);
+        common = 0;
+    }
+    cached_.assign(history.begin(), history.begin() + common);
+
+    int32_t idx = -1;
+    for (size_t i = common; i < history.size();) {
+        batch_.clear();
+        for (; i < history.size() && batch_.size() < batch_.capacity(); ++i) {
+            idx = batch_.add(history[i], static_cast<llama_pos>(i), 0, i + 1 == history.size());
+        }
+        if (!decode(cancel)) return out;
+        cached_.insert(cached_.end(), history.begin() + cached_.size(), history.begin() + i);
+    }
+
+    for (int j = 0; j < k; ++j) {
+        spec::TokenDist q = sampler.distribution(ctx_.get(), idx);
+        const llama_token t = sampler.greedy() ? q.ids[0] : q.draw(spec::uniform01(rng));
+        if (model_->is_eog(t)) break; // the target decides where the answer ends
+        out.tokens.push_back(t);
+        out.dists.push_back(std::move(q));
+        if (j + 1 == k) break;
+        batch_.clear();
+        idx = batch_.add(t, static_cast<llama_pos>(cached_.size()), 0, true);
+        if (!decode(cancel)) break;
+        cached_.push_back(t);
+    }
+    return out;
+}
+
+} // namespace specd::engine
