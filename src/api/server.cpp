@@ -4,6 +4,7 @@
 #include "api/ollama_request.h"
 #include "api/ollama_response.h"
 #include "api/model_catalog.h"
+#include "metrics/registry.h"
 
 #include <httplib.h>
 
@@ -115,6 +116,9 @@ void Server::register_routes() {
     });
 
     s.Get("/", [](const httplib::Request &, httplib::Response & res) { res.set_content("Ollama is running", "text/plain"); });
+    s.Get("/metrics", [](const httplib::Request &, httplib::Response & res) {
+        res.set_content(metrics::server_metrics().exposition(), "text/plain; version=0.0.4");
+    });
     s.Get("/api/version", [](const httplib::Request &, httplib::Response & res) {
         send_json(res, 200, {{"version", SPECD_VERSION}});
     });

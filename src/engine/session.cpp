@@ -308,6 +308,8 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         // 5. Roll back what was not accepted; `next` is the new last token (not decoded yet).
         llama_memory_seq_rm(llama_get_memory(ctx_.get()), 0, pos0 + 1 + n_accepted, -1);
         last = next;
+        if (result.k_histogram.size() <= drafts.size()) result.k_histogram.resize(drafts.size() + 1);
+        ++result.k_histogram[drafts.size()];
         depth.observe({.k_planned  = std::max(k, 0),
                        .n_drafted  = static_cast<int>(drafts.size()),
                        .n_accepted = n_accepted,

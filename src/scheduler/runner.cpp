@@ -4,6 +4,7 @@
 #include "engine/model.h"
 #include "engine/prompt_builder.h"
 #include "engine/session.h"
+#include "metrics/registry.h"
 
 namespace specd::scheduler {
 
@@ -118,6 +119,27 @@ void Runner::unload() {
     unload_at_.reset();
 }
 
+namespace {
+
+// Adds a finished request to the server-wide totals (/metrics).
+void record(const DoneInfo & done) {
+    auto & m = metrics::server_metrics();
+    const auto & s = done.speculation;
+    m.requests_total.add();
+    m.prompt_tokens_total.add(done.prompt_eval_count);
+    m.generated_tokens_total.add(done.eval_count);
+    m.spec_rounds_total.add(s.rounds);
+    m.spec_drafted_total.add(s.drafted);
+    m.spec_accepted_total.add(s.accepted);
+    m.spec_zero_k_rounds_total.add(s.zero_k_rounds);
+    m.spec_probes_total.add(s.probes);
+    for (size_t k = 0; k < done.k_histogram.size(); ++k) {
+        if (done.k_histogram[k] > 0) m.spec_depth.observe(static_cast<double>(k), done.k_histogram[k]);
+    }
+}
+
+} // namespace
+
 void Runner::run(Job & job) {
     const GenerateRequest & req = job.request;
     DoneInfo                done;
@@ -141,6 +163,7 @@ void Runner::run(Job & job) {
             done.eval_ns           = result.stats.eval_ns;
             done.context.assign(result.context.begin(), result.context.end());
             done.speculation = std::move(result.speculation);
+            done.k_histogram = std::move(result.k_histogram);
         }
         done.total_ns = now_ns() - job.enqueued_ns;
 
@@ -159,10 +182,13 @@ void Runner::run(Job & job) {
                 }
             }
         }
+        record(done);
         job.events.push({Event::Kind::done, {}, {}, std::move(done)});
     } catch (const Error & e) {
+        metrics::server_metrics().request_errors_total.add();
         job.events.push({Event::Kind::error, e.what(), e.kind(), {}});
     } catch (const std::exception & e) {
+        metrics::server_metrics().request_errors_total.add();
         job.events.push({Event::Kind::error, e.what(), ErrorKind::internal, {}});
     }
 }

@@ -1,0 +1,57 @@
+#include "metrics/registry.h"
+
+#include <sstream>
+
+namespace specd::metrics {
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), buckets_(bounds_.size() + 1) {}
+
+void Histogram::observe(double v, int64_t times) {
+    size_t i = 0;
+    while (i < bounds_.size() && v > bounds_[i]) ++i;
+    buckets_[i].fetch_add(times, std::memory_order_relaxed);
+    count_.fetch_add(times, std::memory_order_relaxed);
+    double old = sum_.load(std::memory_order_relaxed);
+    while (!sum_.compare_exchange_weak(old, old + v * times, std::memory_order_relaxed)) {}
+}
+
+std::string Histogram::exposition(const std::string & name, const std::string & help) const {
+    std::ostringstream out;
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " histogram\n";
+    int64_t cumulative = 0;
+    for (size_t i = 0; i <= bounds_.size(); ++i) {
+        cumulative += buckets_[i].load(std::memory_order_relaxed);
+        out << name << "_bucket{le=\"";
+        if (i < bounds_.size()) out << bounds_[i];
+        else out << "+Inf";
+        out << "\"} " << cumulative << "\n";
+    }
+    out << name << "_sum " << sum_.load(std::memory_order_relaxed) << "\n";
+    out << name << "_count " << count_.load(std::memory_order_relaxed) << "\n";
+    return out.str();
+}
+
+std::string ServerMetrics::exposition() const {
+    std::ostringstream out;
+    auto counter = [&](const char * name, const char * help, const Counter & c) {
+        out << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n" << name << " " << c.value() << "\n";
+    };
+    counter("specd_requests_total", "Generation requests finished.", requests_total);
+    counter("specd_request_errors_total", "Generation requests that ended in an error.", request_errors_total);
+    counter("specd_prompt_tokens_total", "Prompt tokens evaluated (cache hits excluded).", prompt_tokens_total);
+    counter("specd_generated_tokens_total", "Tokens generated.", generated_tokens_total);
+    counter("specd_spec_rounds_total", "Decode rounds.", spec_rounds_total);
+    counter("specd_spec_drafted_total", "Draft tokens proposed.", spec_drafted_total);
+    counter("specd_spec_accepted_total", "Draft tokens accepted by the target.", spec_accepted_total);
+    counter("specd_spec_zero_k_rounds_total", "Rounds that planned no drafts.", spec_zero_k_rounds_total);
+    counter("specd_spec_probes_total", "Probing rounds out of depth 0.", spec_probes_total);
+    out << spec_depth.exposition("specd_spec_depth", "Draft tokens per decode round.");
+    return out.str();
+}
+
+ServerMetrics & server_metrics() {
+    static ServerMetrics m;
+    return m;
+}
+
+} // namespace specd::metrics

@@ -1,0 +1,54 @@
+#pragma once
+// Server-wide counters and histograms with a Prometheus text exposition. Lock-free to
+// update (atomics); the set of series is fixed at construction.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace specd::metrics {
+
+class Counter {
+  public:
+    void    add(int64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+    int64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+  private:
+    std::atomic<int64_t> value_{0};
+};
+
+// Cumulative buckets with fixed upper bounds (le), as Prometheus expects.
+class Histogram {
+  public:
+    explicit Histogram(std::vector<double> bounds);
+    void observe(double v, int64_t times = 1);
+    // "# TYPE" line and every series of this histogram under `name`.
+    std::string exposition(const std::string & name, const std::string & help) const;
+
+  private:
+    std::vector<double>                bounds_;
+    std::vector<std::atomic<int64_t>>  buckets_; // (bounds + 1): the last one is +Inf
+    std::atomic<int64_t>               count_{0};
+    std::atomic<double>                sum_{0.0};
+};
+
+struct ServerMetrics {
+    Counter   requests_total;
+    Counter   request_errors_total;
+    Counter   prompt_tokens_total;
+    Counter   generated_tokens_total;
+    Counter   spec_rounds_total;
+    Counter   spec_drafted_total;
+    Counter   spec_accepted_total;
+    Counter   spec_zero_k_rounds_total;
+    Counter   spec_probes_total;
+    Histogram spec_depth{{0, 1, 2, 3, 4, 6, 8, 12, 16}}; // draft tokens per round
+
+    std::string exposition() const;
+};
+
+// The process's metrics (one server per process).
+ServerMetrics & server_metrics();
+
+} // namespace specd::metrics
