@@ -85,8 +85,27 @@ stage_prefix() {
   echo "$LLAMA_COMMIT" > "$prefix/COMMIT"
 }
 
+# llama-server from the same tree, only for the benchmarks' side-by-side runs.
+build_server() {
+  local server_build="$cache_root/$key/build-server"
+  local bin="$cache_root/$key/bin/llama-server"
+  if [ -x "$bin" ]; then echo "$bin"; return; fi
+  log "building llama-server for benchmarks (one time, several minutes)"
+  cmake -S "$src_dir" -B "$server_build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+    -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
+    -DGGML_NATIVE=ON -DGGML_OPENMP=OFF >&2
+  cmake --build "$server_build" -j "$jobs" --target llama-server >&2
+  mkdir -p "$(dirname "$bin")"
+  cp "$server_build/bin/llama-server" "$bin"
+  echo "$bin"
+}
+
 case "${1:-build}" in
   source) fetch_source; echo "$src_dir" ;;
   build)  fetch_source; build_libs; echo "$prefix" ;;
-  *) echo "usage: $0 [source|build]" >&2; exit 2 ;;
+  server) fetch_source; build_server ;;
+  *) echo "usage: $0 [source|build|server]" >&2; exit 2 ;;
 esac

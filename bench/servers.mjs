@@ -1,0 +1,105 @@
+// Starting and stopping the servers a benchmark compares, and one timed request to each.
+// Loopback only; every process is stopped when its cell group ends (or this process exits).
+import { spawn, execFileSync } from 'node:child_process';
+import net from 'node:net';
+
+const live = new Set();
+process.on('exit', () => { for (const c of live) c.kill('SIGKILL'); });
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+async function waitReady(url, child, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode}) before it was ready`);
+    try {
+      const r = await fetch(url);
+      if (r.ok) return;
+    } catch { /* not listening yet */ }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`server not ready at ${url} after ${timeoutMs} ms`);
+}
+
+async function start(cmd, args, env, readyPath, port) {
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (d) => { log = (log + d).slice(-4000); });
+  live.add(child);
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitReady(url + readyPath, child, 120_000);
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw new Error(`${e.message}\n${log}`);
+  }
+  return {
+    url,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+      live.delete(child);
+    },
+  };
+}
+
+// specd with a private store holding `name` = target + draft.
+export async function startSpecd({ bin, modelsDir, name, target, draft, threads, numCtx }) {
+  const port = await freePort();
+  const env = { SPECD_MODELS: modelsDir, SPECD_HOST: `127.0.0.1:${port}` };
+  const fs = await import('node:fs');
+  const path = await import('node:path');
+  const modelfile = path.join(modelsDir, `${name}.Modelfile`);
+  fs.mkdirSync(modelsDir, { recursive: true });
+  fs.writeFileSync(modelfile, `FROM ${target}\nDRAFT ${draft}\nPARAMETER num_thread ${threads}\nPARAMETER num_ctx ${numCtx}\n`);
+  execFileSync(bin, ['create', name, '-f', modelfile], { env: { ...process.env, SPECD_MODELS: modelsDir, SPECD_HOST: '127.0.0.1:1' }, stdio: 'ignore' });
+  const server = await start(bin, ['serve'], env, '/api/version', port);
+  return { ...server, kind: 'specd', name };
+}
+
+export async function startLlamaServer({ bin, target, draft, draftNMax, threads, numCtx }) {
+  const port = await freePort();
+  const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-t', String(threads),
+    '-c', String(numCtx), '-np', '1', '--no-webui'];
+  if (draftNMax > 0) args.push('-md', draft, '--spec-draft-n-max', String(draftNMax));
+  const server = await start(bin, args, {}, '/health', port);
+  return { ...server, kind: 'llama-server' };
+}
+
+// One generation; returns decode tokens/s as the server measured it, and wall seconds.
+export async function generate(server, { prompt, numPredict, draft }) {
+  const t0 = performance.now();
+  if (server.kind === 'specd') {
+    const options = { temperature: 0, num_predict: numPredict, seed: 1 };
+    if (!draft) options.draft_num_predict = 0;
+    const r = await fetch(`${server.url}/api/generate`, {
+      method: 'POST',
+      body: JSON.stringify({ model: server.name, prompt, raw: true, stream: false, options }),
+    });
+    const j = await r.json();
+    if (!r.ok) throw new Error(`specd: ${j.error}`);
+    return { tokens: j.eval_count, tps: j.eval_count / (j.eval_duration / 1e9), wall: (performance.now() - t0) / 1000,
+             text: j.response, accepted: j.speculation?.accepted ?? 0, drafted: j.speculation?.drafted ?? 0 };
+  }
+  const r = await fetch(`${server.url}/completion`, {
+    method: 'POST',
+    body: JSON.stringify({ prompt, n_predict: numPredict, temperature: 0, seed: 1, top_k: 1 }),
+  });
+  const j = await r.json();
+  if (!r.ok) throw new Error(`llama-server: ${JSON.stringify(j).slice(0, 300)}`);
+  return { tokens: j.timings.predicted_n, tps: j.timings.predicted_per_second, wall: (performance.now() - t0) / 1000,
+           text: j.content, accepted: j.timings.draft_n_accepted ?? 0, drafted: j.timings.draft_n ?? 0 };
+}

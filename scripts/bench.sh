@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Benchmarks (not part of the test run): builds specd and llama-server from the pinned tree,
+# generates the benchmark models, and runs a cell file (default: bench/speculation.json).
+# Prints a table of tokens/s and ratios; writes bench/results/<name>.{md,svg,json}.
+#   usage: scripts/bench.sh [CELLS.json]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cells="${1:-bench/speculation.json}"
+
+bash scripts/setup.sh
+cmake --preset release >/dev/null
+cmake --build --preset release --target specd specd-testmodel
+llama_server="$(bash scripts/llama.sh server)"
+models_src="$(bash scripts/llama.sh source)/models"
+models_dir="${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}/bench-models"
+bash bench/make-models.sh "$cells" build/bin/specd-testmodel "$models_src" "$models_dir"
+node bench/run.mjs "$cells" --specd build/bin/specd --llama-server "$llama_server" \
+  --models "$models_dir" --out bench/results
