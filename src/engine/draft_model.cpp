@@ -43,18 +43,23 @@ DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint3
     if (!ctx_) throw bad_request("cannot create the draft model's context: " + capture.first_error());
 }
 
-bool DraftModel::decode(const std::atomic<bool> & cancel) {
-    if (cancel.load()) return false;
+void DraftModel::begin_request(const SamplingOptions & sampling, const std::atomic<bool> * cancel) {
+    sampler_ = std::make_unique<Sampler>(model_->vocab(), sampling, "", /*penalties=*/false);
+    cancel_  = cancel;
+}
+
+bool DraftModel::decode() {
+    if (cancel_ && cancel_->load()) return false;
     if (llama_decode(ctx_.get(), batch_.get()) == 0) return true;
     llama_memory_clear(llama_get_memory(ctx_.get()), true);
     cached_.clear();
     return false;
 }
 
-Proposal DraftModel::propose(std::span<const llama_token> history, int k, Sampler & sampler, spec::Rng & rng,
-                             const std::atomic<bool> & cancel) {
-    Proposal out;
-    if (k <= 0 || history.empty()) return out;
+spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int k, spec::Rng & rng) {
+    spec::Proposal out;
+    if (k <= 0 || history.empty() || !sampler_) return out;
+    Sampler & sampler = *sampler_;
 
     // Bring the cache to `history` minus its last token, then decode that token for logits.
     llama_memory_t mem    = llama_get_memory(ctx_.get());
@@ -72,7 +77,7 @@ Proposal DraftModel::propose(std::span<const llama_token> history, int k, Sample
         for (; i < history.size() && batch_.size() < batch_.capacity(); ++i) {
             idx = batch_.add(history[i], static_cast<llama_pos>(i), 0, i + 1 == history.size());
         }
-        if (!decode(cancel)) return out;
+        if (!decode()) return out;
         cached_.insert(cached_.end(), history.begin() + cached_.size(), history.begin() + i);
     }
 
@@ -85,7 +90,7 @@ Proposal DraftModel::propose(std::span<const llama_token> history, int k, Sample
         if (j + 1 == k) break;
         batch_.clear();
         idx = batch_.add(t, static_cast<llama_pos>(cached_.size()), 0, true);
-        if (!decode(cancel)) break;
+        if (!decode()) break;
         cached_.push_back(t);
     }
     return out;

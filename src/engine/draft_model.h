@@ -6,6 +6,7 @@
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
+#include "spec/drafter.h"
 
 #include <atomic>
 #include <memory>
@@ -14,26 +15,26 @@
 
 namespace specd::engine {
 
-struct Proposal {
-    std::vector<llama_token>     tokens;
-    std::vector<spec::TokenDist> dists; // the distribution each token was drawn from
-};
-
-class DraftModel {
+class DraftModel final : public spec::Drafter {
   public:
     // Throws specd::Error(bad_request) when the draft's vocabulary differs from the target's.
     DraftModel(std::shared_ptr<Model> draft, const Model & target, uint32_t n_ctx, int32_t n_batch);
 
-    // Up to `k` tokens continuing `history` (every committed token, the last one included).
-    Proposal propose(std::span<const llama_token> history, int k, Sampler & sampler, spec::Rng & rng,
-                     const std::atomic<bool> & cancel);
+    // Per request: how the draft samples (the target's options without penalties or grammar:
+    // any distribution is exact under verification, only the acceptance rate depends on it),
+    // and the flag that cancels it.
+    void begin_request(const SamplingOptions & sampling, const std::atomic<bool> * cancel);
+
+    spec::Proposal propose(std::span<const spec::token_id> history, int k, spec::Rng & rng) override;
 
     const Model & model() const { return *model_; }
 
   private:
-    bool decode(const std::atomic<bool> & cancel);
+    bool decode();
 
-    std::shared_ptr<Model>   model_;
+    std::shared_ptr<Model>    model_;
+    std::unique_ptr<Sampler>  sampler_;
+    const std::atomic<bool> * cancel_ = nullptr;
     context_ptr              ctx_;
     Batch                    batch_;
     std::vector<llama_token> cached_; // tokens whose KV is in the draft's sequence 0

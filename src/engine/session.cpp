@@ -86,6 +86,8 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
                           (why.empty() ? "" : ": " + why));
     }
     if (draft) draft_ = std::make_unique<DraftModel>(std::move(draft), *model_, n_ctx_, batch_.capacity());
+    drafters_.add(&ngram_);
+    if (draft_) drafters_.add(draft_.get());
 }
 
 void Session::decode_or_throw(const std::atomic<bool> & cancel) {
@@ -220,12 +222,7 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
     std::optional<int> cap;
     if (opts.draft_num_predict >= 0) cap = std::min<int>(opts.draft_num_predict, k_spec_max);
     spec::DepthController depth(prior_, cap, spec::DepthConfig{.k_max = k_spec_max});
-    std::unique_ptr<Sampler> draft_sampler;
-    if (draft_) {
-        // Proposals need no grammar yet and no penalties: any distribution is exact under
-        // verification, only the acceptance rate depends on it.
-        draft_sampler = std::make_unique<Sampler>(draft_->model().vocab(), opts.sampling, "", false);
-    }
+    if (draft_) draft_->begin_request(opts.sampling, &cancel);
 
     const int64_t t0  = now_ns();
     const int32_t idx = prefill(prompt, cancel, result.stats);
@@ -255,24 +252,18 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         const int planned = opts.draft_fixed_k ? *opts.draft_fixed_k : depth.plan();
         const int k       = std::min({planned, room, gen.remaining() - 1});
 
-        // 2. Draft: prompt lookup first (free), the draft model when it finds nothing.
-        const int64_t            td0 = now_ns();
-        std::vector<llama_token> drafts;
-        std::vector<spec::TokenDist> dists;
+        // 2. Draft (prompt lookup first, the draft model when it finds nothing).
+        const int64_t  td0 = now_ns();
+        spec::Proposal proposal;
         if (k > 0) {
             history_buf.assign(cached_.begin(), cached_.end());
             history_buf.push_back(last);
-            drafts = ngram_.propose(history_buf, k);
-            if (!drafts.empty()) {
-                for (auto t : drafts) dists.push_back(spec::TokenDist::point(t));
-            } else if (draft_) {
-                Proposal p = draft_->propose(history_buf, k, *draft_sampler, rng, cancel);
-                drafts     = std::move(p.tokens);
-                dists      = std::move(p.dists);
-                check_cancel();
-            }
+            proposal = drafters_.propose(history_buf, k, rng);
+            check_cancel();
         }
-        const int64_t td1 = now_ns();
+        const auto &  drafts = proposal.tokens;
+        const auto &  dists  = proposal.dists;
+        const int64_t td1    = now_ns();
 
         // 3. One target batch: the last token plus the drafts, logits for all.
         // (1 + n_drafts) positions starting at P = cached_.size()

@@ -73,6 +73,7 @@ class Session {
     std::vector<llama_token>    cached_; // tokens whose KV is in sequence 0, in order
     std::unique_ptr<DraftModel> draft_;
     spec::NgramDrafter          ngram_;
+    spec::FirstOfDrafters       drafters_; // prompt lookup first (free), then the draft model
     spec::DepthPrior            prior_;
     const std::atomic<bool> *   cancel_ = nullptr; // read by llama.cpp's abort callback
 };

@@ -4,7 +4,7 @@
 
 namespace specd::spec {
 
-std::vector<token_id> NgramDrafter::propose(std::span<const token_id> history, int k) const {
+std::vector<token_id> NgramDrafter::lookup(std::span<const token_id> history, int k) const {
     const int len = static_cast<int>(history.size());
     if (k <= 0) return {};
     for (int n = std::min(cfg_.max_n, len - 1); n >= cfg_.min_n; --n) {
@@ -20,6 +20,13 @@ std::vector<token_id> NgramDrafter::propose(std::span<const token_id> history, i
         }
     }
     return {};
+}
+
+Proposal NgramDrafter::propose(std::span<const token_id> history, int k, Rng &) {
+    Proposal p;
+    p.tokens = lookup(history, k);
+    for (token_id t : p.tokens) p.dists.push_back(TokenDist::point(t));
+    return p;
 }
 
 } // namespace specd::spec

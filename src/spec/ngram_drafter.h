@@ -1,7 +1,7 @@
 #pragma once
 // Prompt lookup: when the last few tokens occurred earlier in the context, propose what
 // followed them then. Costs no model; strong on repetitive, code and JSON output.
-#include "spec/token_dist.h"
+#include "spec/drafter.h"
 
 #include <span>
 #include <vector>
@@ -13,13 +13,16 @@ struct NgramConfig {
     int max_n = 4;
 };
 
-class NgramDrafter {
+class NgramDrafter final : public Drafter {
   public:
     explicit NgramDrafter(NgramConfig cfg = {}) : cfg_(cfg) {}
 
     // Up to `k` tokens continuing `history`, from the most recent earlier occurrence of its
     // longest matching suffix (n from max_n down to min_n). Empty when nothing matches.
-    std::vector<token_id> propose(std::span<const token_id> history, int k) const;
+    std::vector<token_id> lookup(std::span<const token_id> history, int k) const;
+
+    // lookup() as point-mass proposals: the drafter is deterministic.
+    Proposal propose(std::span<const token_id> history, int k, Rng & rng) override;
 
   private:
     NgramConfig cfg_;

@@ -199,3 +199,15 @@ TEST(Speculation, SampledOutputHasTheSameDistribution) {
     const double limit = dof * std::pow(1.0 - h + z * std::sqrt(h), 3.0);
     EXPECT_LT(x2, limit) << cells.size() << " cells";
 }
+
+TEST(Speculation, DraftWithAnotherVocabularyIsRefused) {
+    auto target = fixtures::shared_model("tiny.gguf");     // phi-3 vocabulary, 32064 tokens
+    auto draft  = fixtures::shared_model("tiny-spm.gguf"); // llama-spm vocabulary, 32000 tokens
+    try {
+        Session s(target, ctx(), draft);
+        FAIL() << "a draft with another vocabulary was accepted";
+    } catch (const Error & e) {
+        EXPECT_EQ(e.kind(), ErrorKind::bad_request);
+        EXPECT_NE(std::string(e.what()).find("draft model cannot be used"), std::string::npos) << e.what();
+    }
+}
