@@ -140,6 +140,29 @@ describe('generate', () => {
     }));
     assert.equal(s.final.done_reason, 'stop');
     assert.equal(s.text, expected);
+
+    // Several stop strings: the earliest occurrence in the text wins, whatever the list order.
+    const before = Array.from(expected);
+    let early = null;
+    for (let i = 1; i + 2 <= before.length && !early; i++) {
+      const cand = before.slice(i, i + 2).join('');
+      if (cand.trim() !== '') early = cand;
+    }
+    assert.ok(early, `no second stop string before ${JSON.stringify(stop)} in ${JSON.stringify(full.response)}`);
+    const m = await h.srv.client.generate({ model: MODEL, prompt, options: { ...options, stop: [stop, early] } });
+    assert.equal(m.done_reason, 'stop');
+    assert.equal(m.response, full.response.slice(0, full.response.indexOf(early)),
+      `stops ${JSON.stringify([stop, early])} in ${JSON.stringify(full.response)}`);
+  });
+
+  test('queued requests: parallel identical requests all get the same answer', async () => {
+    const req = { model: MODEL, prompt: 'Name a fruit.', options: greedy({ num_predict: 6 }) };
+    const rs = await Promise.all([1, 2, 3].map(() => h.srv.client.generate(req)));
+    for (const r of rs) {
+      assert.equal(r.done, true);
+      assert.equal(r.eval_count, 6);
+      assert.equal(r.response, rs[0].response);
+    }
   });
 
   test('raw: the prompt is not templated', async () => {
@@ -202,6 +225,21 @@ describe('generate', () => {
     const again = await psModels();
     assert.equal(again.length, 1);
     assert.equal(again[0].context_length, 4096);
+  });
+
+  test('keep_alive "10m" and -1 set the expiry shown by ps', async () => {
+    await h.srv.client.generate({ model: MODEL, prompt: 'hi', keep_alive: '10m', options: greedy({ num_predict: 2 }) });
+    let [m] = await psModels();
+    const left = Date.parse(m.expires_at) - Date.now();
+    assert.ok(left > 9 * 60_000 && left <= 10 * 60_000 + 5000, `expires in ${left} ms: ${m.expires_at}`);
+    await h.srv.client.generate({ model: MODEL, prompt: 'hi', keep_alive: -1, options: greedy({ num_predict: 2 }) });
+    [m] = await psModels();
+    assert.ok(Date.parse(m.expires_at) > Date.now() + 365 * 24 * 3600_000, `kept forever: ${m.expires_at}`);
+    // Back to the default 5 minutes.
+    await h.srv.client.generate({ model: MODEL, prompt: 'hi', options: greedy({ num_predict: 2 }) });
+    [m] = await psModels();
+    const dflt = Date.parse(m.expires_at) - Date.now();
+    assert.ok(dflt > 4 * 60_000 && dflt <= 5 * 60_000 + 5000, `default expiry in ${dflt} ms: ${m.expires_at}`);
   });
 
   test('keep_alive 0 unloads the model after the request; the next request loads it again', async () => {

@@ -31,6 +31,8 @@ export function fixture(name) {
 
 /** Every server started by this process that has not exited yet. */
 const live = new Set();
+/** Every server started by this process and not stopped by stop() (crashed ones included). */
+const watched = new Set();
 
 // Last resort: a test runner that exits without running `after` hooks must not leave a
 // server behind.
@@ -154,6 +156,7 @@ export async function startServer({ models = [{ name: 'tiny' }], env = {}, start
     },
   };
   live.add(srv);
+  watched.add(srv);
 
   async function stopServer(s) {
     const t0 = Date.now();
@@ -166,6 +169,7 @@ export async function startServer({ models = [{ name: 'tiny' }], env = {}, start
       clearTimeout(killer);
     }
     await fsp.rm(s.modelsDir, { recursive: true, force: true });
+    watched.delete(s);
     return { ...exitInfo, ms: Date.now() - t0 };
   }
 
@@ -204,16 +208,24 @@ export function useServer(options) {
     h.srv = await startServer(options);
   });
   after(async () => {
-    if (h.srv) await h.srv.stop();
+    if (!h.srv) return;
+    const crashed = !h.srv.running;
+    const r = await h.srv.stop();
+    // A clean SIGTERM shutdown exits 0; anything else (a crash mid-file) fails the file.
+    if (crashed || r.code !== 0 || r.signal) {
+      throw new Error(`specd serve ${crashed ? 'died during the tests' : 'did not exit cleanly'} ` +
+        `(code ${r.code}, signal ${r.signal}):\n${h.srv.stderr().split('\n').slice(-80).join('\n')}`);
+    }
   });
   return h;
 }
 
 function printLogs(name, err) {
-  for (const s of live) {
+  for (const s of watched) {
     const tail = s.stderr().split('\n').slice(-80).join('\n');
+    const state = s.running ? 'running' : `exited ${JSON.stringify(s.child.exitCode ?? s.child.signalCode)}`;
     process.stderr.write(`\n--- test "${name}" failed: ${err?.message ?? err}\n` +
-      `--- specd serve (${s.url}) output, last lines:\n${tail}\n--- end of server output\n`);
+      `--- specd serve (${s.url}, ${state}) output, last lines:\n${tail}\n--- end of server output\n`);
   }
 }
 
