@@ -34,6 +34,10 @@ json meta_value(const engine::MetaEntry & e) {
 
 } // namespace
 
+std::string bare_digest(const std::string & digest) {
+    return digest.rfind("sha256:", 0) == 0 ? digest.substr(7) : digest;
+}
+
 ServedModel catalog_resolve(const models::Store & store, const std::string & name) {
     const auto parsed = parse_name(name);
     models::ResolvedModel r;
@@ -59,7 +63,7 @@ json catalog_tags(const models::Store & store) {
     for (const auto & e : store.list()) {
         models.push_back({{"name", e.name.display()}, {"model", e.name.display()},
                           {"modified_at", format_time(e.modified)}, {"size", e.size},
-                          {"digest", e.digest}, {"details", details_of(e.config)}});
+                          {"digest", bare_digest(e.digest)}, {"details", details_of(e.config)}});
     }
     return {{"models", models}};
 }

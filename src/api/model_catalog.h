@@ -28,6 +28,9 @@ void catalog_copy(models::Store & store, const std::string & source, const std::
 // /api/blobs (the first .gguf one is the model). Paths are never taken from a client.
 void catalog_create(models::Store & store, const json & body, const std::function<void(const std::string &)> & progress);
 
+// Ollama lists digests as bare hex ("a2af..."), without the "sha256:" prefix.
+std::string bare_digest(const std::string & digest);
+
 // The config blob's details from a GGUF header (for create).
 models::ModelConfig describe_gguf(const std::filesystem::path & gguf);
 

@@ -27,16 +27,33 @@ void send_error(httplib::Response & res, ErrorKind kind, const std::string & mes
 
 std::string ndjson_line(const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
 
-// Waits for the job's next event, cancelling it if the client goes away meanwhile.
-std::optional<scheduler::Event> next_event(scheduler::Job & job, const std::function<bool()> & client_gone) {
-    for (;;) {
-        if (auto e = job.events.pop(k_poll)) return e;
-        if (client_gone()) {
-            job.cancel = true;
-            return std::nullopt;
+// Waits for the job's next event, cancelling it if the client goes away meanwhile. The
+// client is checked every k_poll even while events keep coming (a non-streaming answer
+// never writes until the end, so only this check notices a client that left).
+class EventWaiter {
+  public:
+    EventWaiter(scheduler::Job & job, std::function<bool()> client_gone) :
+        job_(job), client_gone_(std::move(client_gone)), next_check_(std::chrono::steady_clock::now() + k_poll) {}
+
+    std::optional<scheduler::Event> next() {
+        for (;;) {
+            auto e = job_.events.pop(k_poll);
+            if (std::chrono::steady_clock::now() >= next_check_) {
+                next_check_ = std::chrono::steady_clock::now() + k_poll;
+                if (client_gone_()) {
+                    job_.cancel = true;
+                    return std::nullopt;
+                }
+            }
+            if (e) return e;
         }
     }
-}
+
+  private:
+    scheduler::Job &                      job_;
+    std::function<bool()>                 client_gone_;
+    std::chrono::steady_clock::time_point next_check_;
+};
 
 } // namespace
 
@@ -143,7 +160,7 @@ void Server::register_routes() {
         json models = json::array();
         for (const auto & m : scheduler_.loaded()) {
             json j = {{"name", m.name}, {"model", m.name}, {"size", m.size_bytes}, {"size_vram", 0},
-                      {"digest", m.digest}, {"context_length", m.context_length},
+                      {"digest", bare_digest(m.digest)}, {"context_length", m.context_length},
                       {"details", {{"format", "gguf"}, {"family", m.family}, {"families", json::array({m.family})},
                                    {"parameter_size", m.parameter_size}, {"quantization_level", m.quantization_level}}}};
             // Ollama shows a far-future time for models kept forever.
@@ -210,9 +227,9 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
     apply_options(m.params, d.options, d.request);
     if (cfg_.no_draft) d.request.generate.draft_num_predict = 0;
 
-    auto job = scheduler_.submit(std::move(d.request));
-    const auto client_gone = [&req] { return req.is_connection_closed(); };
-    auto first = next_event(*job, client_gone);
+    auto        job = scheduler_.submit(std::move(d.request));
+    EventWaiter waiter(*job, [&req] { return req.is_connection_closed(); });
+    auto        first = waiter.next();
     if (!first) return; // the client left; its job is cancelled
     if (first->kind == scheduler::Event::Kind::error) {
         send_error(res, first->error, first->text);
@@ -223,7 +240,7 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
     if (!d.stream) {
         std::string text;
         std::optional<scheduler::Event> e = std::move(first);
-        for (; e; e = next_event(*job, client_gone)) {
+        for (; e; e = waiter.next()) {
             if (e->kind == scheduler::Event::Kind::text) { text += e->text; continue; }
             if (e->kind == scheduler::Event::Kind::error) { send_error(res, e->error, e->text); return; }
             send_json(res, 200, final_chunk(model, e->done, chat, text));

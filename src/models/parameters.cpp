@@ -69,7 +69,7 @@ std::string range_error(const Field & f) {
         return j.dump();
     };
     std::string msg = "invalid value for parameter " + std::string(f.name) + ": must be ";
-    if (f.max == k_inf || f.max == k_int32_max) {
+    if (f.max == k_inf) {
         return msg + ">= " + num(f.min);
     }
     return msg + "between " + num(f.min) + " and " + num(f.max);

@@ -165,7 +165,7 @@ TEST(Modelfile, ErrorsCarryTheLineNumber) {
         {"FROM x\nPARAMETER temperature nan\n", "invalid value for parameter temperature"},
         {"FROM x\nPARAMETER temperature inf\n", "invalid value for parameter temperature"},
         {"FROM x\nPARAMETER num_ctx 4096.5\n", "line 2: invalid value for parameter num_ctx: expected an integer"},
-        {"FROM x\nPARAMETER num_ctx 0\n", "must be >= 1"},
+        {"FROM x\nPARAMETER num_ctx 0\n", "must be between 1 and 2147483647"},
         {"FROM x\nPARAMETER num_ctx 99999999999\n", "invalid value for parameter num_ctx"},
         {"FROM x\nPARAMETER num_ctx 12abc\n", "expected an integer"},
         {"FROM x\nPARAMETER top_p 1.5\n", "must be between 0 and 1"},
