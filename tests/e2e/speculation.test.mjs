@@ -1,0 +1,107 @@
+// Speculative decoding through the real server: counters in every final response, output
+// identical with drafting on and off at temperature 0, per-request and server-wide switches,
+// /metrics totals, and models with a DRAFT line created before and while the server runs.
+import assert from 'node:assert/strict';
+import { describe } from 'node:test';
+import { createModel, fixture, runCli, startServer, test, useServer } from './harness.mjs';
+
+const pairModel = { name: 'pair', from: 'pair-target.gguf', lines: [`DRAFT ${fixture('pair-draft.gguf')}`] };
+const greedy = (n, extra = {}) => ({ temperature: 0, num_predict: n, ...extra });
+
+function checkCounters(s) {
+  assert.ok(s, 'final response has a speculation object');
+  for (const k of ['rounds', 'drafted', 'accepted', 'mean_k', 'zero_k_rounds', 'probes']) {
+    assert.equal(typeof s[k], 'number', `speculation.${k} is a number`);
+    assert.ok(s[k] >= 0, `speculation.${k} >= 0`);
+  }
+  assert.ok(Array.isArray(s.accepted_per_position));
+  assert.ok(s.accepted <= s.drafted);
+  assert.ok(s.rounds >= 1);
+}
+
+describe('speculation', () => {
+  const h = useServer({ models: [pairModel, { name: 'tiny' }] });
+
+  test('generate: counters, and the same text with drafting off', async () => {
+    const { client } = h.srv;
+    const on = await client.generate({ model: 'pair', prompt: 'Once upon a time', stream: false, options: greedy(64) });
+    const off = await client.generate({ model: 'pair', prompt: 'Once upon a time', stream: false,
+      options: greedy(64, { draft_num_predict: 0 }) });
+    checkCounters(on.speculation);
+    checkCounters(off.speculation);
+    assert.equal(off.speculation.drafted, 0);
+    assert.equal(off.speculation.probes, 0);
+    assert.equal(on.response, off.response);
+    assert.equal(on.eval_count, 64);
+  });
+
+  test('streaming chat: the last chunk carries the counters', async () => {
+    const { client } = h.srv;
+    const parts = await client.chat({ model: 'pair', messages: [{ role: 'user', content: 'hi' }], stream: true,
+      options: greedy(24) });
+    let last, text = '';
+    for await (const p of parts) { text += p.message.content; last = p; }
+    assert.equal(last.done, true);
+    checkCounters(last.speculation);
+    const off = await client.chat({ model: 'pair', messages: [{ role: 'user', content: 'hi' }], stream: false,
+      options: greedy(24, { draft_num_predict: 0 }) });
+    assert.equal(text, off.message.content);
+  });
+
+  test('prompt lookup drafts on a model without a draft', async () => {
+    const { client } = h.srv;
+    const prompt = 'one two three four. one two three four. one two three four. one two';
+    const r = await client.generate({ model: 'tiny', prompt, raw: true, stream: false, options: greedy(32) });
+    checkCounters(r.speculation);
+  });
+
+  test('/metrics carries the totals and the depth histogram', async () => {
+    const res = await fetch(`${h.srv.url}/metrics`);
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    const value = (name) => Number((text.match(new RegExp(`^${name} (\\S+)$`, 'm')) ?? [])[1]);
+    assert.ok(value('specd_requests_total') >= 3);
+    assert.ok(value('specd_spec_rounds_total') > 0);
+    assert.ok(value('specd_generated_tokens_total') >= 64);
+    assert.match(text, /^specd_spec_depth_bucket\{le="\+Inf"\} \d+$/m);
+  });
+
+  test('a DRAFT model created while the server runs is served at once', async () => {
+    const { client, env, modelsDir } = h.srv;
+    await createModel(modelsDir, 'pair2', { from: 'pair-target.gguf', lines: [`DRAFT ${fixture('pair-draft.gguf')}`], env });
+    const r = await client.generate({ model: 'pair2', prompt: 'x', stream: false, options: greedy(8) });
+    checkCounters(r.speculation);
+    const show = await client.show({ model: 'pair2' });
+    assert.match(show.modelfile, /^DRAFT /m);
+  });
+
+  test('a draft with another vocabulary is a clear 400', async () => {
+    const { env, modelsDir, url } = h.srv;
+    await createModel(modelsDir, 'mismatch', { from: 'tiny.gguf', lines: [`DRAFT ${fixture('tiny-spm.gguf')}`], env });
+    const res = await fetch(`${url}/api/generate`, { method: 'POST',
+      body: JSON.stringify({ model: 'mismatch', prompt: 'x', stream: false, options: greedy(4) }) });
+    assert.equal(res.status, 400);
+    assert.match((await res.json()).error, /draft model cannot be used/);
+  });
+});
+
+describe('speculation off for the whole server', () => {
+  test('SPECD_NO_DRAFT=1 drafts nothing', async () => {
+    const srv = await startServer({ models: [pairModel], env: { SPECD_NO_DRAFT: '1' } });
+    try {
+      const r = await srv.client.generate({ model: 'pair', prompt: 'Once upon a time', stream: false, options: greedy(32) });
+      checkCounters(r.speculation);
+      assert.equal(r.speculation.drafted, 0);
+      assert.equal(r.speculation.probes, 0);
+    } finally {
+      const s = await srv.stop();
+      assert.equal(s.code, 0);
+    }
+  });
+
+  test('specd serve rejects unknown flags', async () => {
+    const r = await runCli(['serve', '--no-such-flag']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /unknown argument/);
+  });
+});
