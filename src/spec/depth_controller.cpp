@@ -1,0 +1,253 @@
+#include "spec/depth_controller.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace specd::spec {
+
+namespace {
+
+// A Jeffreys Beta(0.5, 0.5) under everything: the estimate never reaches exactly 0 or 1,
+// and its spread stays honest when the prior's pseudo-counts have faded away.
+constexpr double k_alpha_base = 0.5;
+// How many observations' worth the prior's cost ratios weigh against measured times. Small:
+// they only decide what the measurements cannot (e.g. the t_1 / c_v split when every round
+// verified the same number of positions).
+constexpr double k_cost_prior_weight = 1.0;
+// A probe accepted in full although we gave that less than this chance hints at drift.
+constexpr double k_probe_surprise = 0.25;
+// fold_into: a request moves the model's prior by at most half the way, and only in
+// proportion to its evidence (trials, rounds) against these.
+constexpr double k_fold_trials   = 32.0;
+constexpr double k_fold_rounds   = 8.0;
+constexpr double k_fold_step_max = 0.5;
+
+double blend(double prior, double measured, double evidence, double evidence_half) {
+    const double eta = std::min(k_fold_step_max, evidence / (evidence + evidence_half));
+    return (1.0 - eta) * prior + eta * measured;
+}
+
+// Tokens per second of a round with k drafts: the accepted prefix (geometric in alpha) plus
+// the target's own token, over t_1 + k * (c_d + c_v).
+double expected_rate(int k, double alpha, double t_1, double c_draft_verify) {
+    const double tokens = alpha >= 1.0 - 1e-12 ? double(k + 1)
+                                                : (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
+    return tokens / (t_1 + k * c_draft_verify);
+}
+
+} // namespace
+
+void DepthController::WeightedSums::fade(double f) {
+    w *= f;
+    x *= f;
+    y *= f;
+    xx *= f;
+    xy *= f;
+}
+
+void DepthController::WeightedSums::add(double xi, double yi) {
+    w += 1.0;
+    x += xi;
+    y += yi;
+    xx += xi * xi;
+    xy += xi * yi;
+}
+
+DepthController::DepthController(const DepthPrior & prior, std::optional<int> draft_num_predict,
+                                 const DepthConfig & config)
+    : config_(config), prior_(prior) {
+    config_.k_max              = std::max(0, config_.k_max);
+    config_.probe_interval_min = std::max(1, config_.probe_interval_min);
+    config_.probe_interval_max = std::max(config_.probe_interval_min, config_.probe_interval_max);
+    cap_ = std::clamp(draft_num_predict.value_or(config_.k_max), 0, config_.k_max);
+
+    const double alpha  = std::clamp(prior.alpha, 0.0, 1.0);
+    const double weight = std::max(0.0, prior.alpha_weight);
+    acc_a_              = alpha * weight;
+    acc_b_              = (1.0 - alpha) * weight;
+
+    stats_.drafted_per_position.assign(size_t(config_.k_max), 0);
+    stats_.accepted_per_position.assign(size_t(config_.k_max), 0);
+}
+
+double DepthController::alpha() const {
+    return (k_alpha_base + acc_a_) / (2.0 * k_alpha_base + acc_a_ + acc_b_);
+}
+
+// While a request has drafted little, plan with an upper estimate of alpha: drafting a
+// little too deep early costs a few rounds, drafting too shallow teaches nothing.
+double DepthController::alpha_plan() const {
+    const double a    = k_alpha_base + acc_a_;
+    const double b    = k_alpha_base + acc_b_;
+    const double mean = a / (a + b);
+    const double sd   = std::sqrt(a * b / ((a + b) * (a + b) * (a + b + 1.0)));
+    const double left = config_.explore_rounds > 0
+                            ? 1.0 - double(drafting_rounds_) / double(config_.explore_rounds)
+                            : 0.0;
+    return std::min(mean + config_.explore_z * std::max(0.0, left) * sd, 1.0);
+}
+
+// Ridge regression of verify time on drafted positions, pulled towards the prior's ratio
+// c_v = verify_cost * t_1 with weight k_cost_prior_weight: minimise
+//   sum w (y - t_1 - c_v x)^2 + lambda (c_v - rho t_1)^2.
+DepthCosts DepthController::costs() const {
+    WeightedSums s = verify_zero_;
+    s.w += verify_drafting_.w;
+    s.x += verify_drafting_.x;
+    s.y += verify_drafting_.y;
+    s.xx += verify_drafting_.xx;
+    s.xy += verify_drafting_.xy;
+    if (s.w <= 0.0) {
+        return {};
+    }
+
+    const double lambda = k_cost_prior_weight;
+    const double rho    = std::max(0.0, prior_.verify_cost);
+    const double a      = s.w + lambda * rho * rho;
+    const double b      = s.x - lambda * rho;
+    const double c      = s.xx + lambda;
+    const double det    = a * c - b * b; // > 0: s.w > 0 and lambda > 0
+
+    DepthCosts out;
+    out.t_1 = (s.y * c - b * s.xy) / det;
+    out.c_v = (a * s.xy - b * s.y) / det;
+    if (out.c_v < 0.0) { // noise: verifying more positions never makes a step cheaper
+        out.c_v = 0.0;
+        out.t_1 = s.y / s.w;
+    }
+    out.t_1 = std::max(out.t_1, 1e-3 * s.y / s.w);
+
+    const double d_prior = std::max(0.0, prior_.draft_cost) * out.t_1;
+    out.c_d = (draft_s_ + k_cost_prior_weight * d_prior) / (draft_n_ + k_cost_prior_weight);
+    return out;
+}
+
+int DepthController::best_k() const {
+    double t_1 = 1.0; // only ratios matter; before any measurement the prior's ratios stand
+    double c   = std::max(0.0, prior_.draft_cost) + std::max(0.0, prior_.verify_cost);
+    if (const DepthCosts m = costs(); m.t_1 > 0.0) {
+        t_1 = m.t_1;
+        c   = m.c_d + m.c_v;
+    }
+
+    const double alpha     = alpha_plan();
+    int          best      = 0;
+    double       best_rate = expected_rate(0, alpha, t_1, c);
+    for (int k = 1; k <= cap_; ++k) {
+        const double rate = expected_rate(k, alpha, t_1, c);
+        if (rate > best_rate) {
+            best      = k;
+            best_rate = rate;
+        }
+    }
+    return best;
+}
+
+int DepthController::plan() {
+    probe_pending_ = false;
+    if (cap_ == 0) {
+        return 0;
+    }
+    if (const int k = best_k(); k > 0) {
+        zero_streak_   = 0;
+        failed_probes_ = 0;
+        probe_again_   = false;
+        return k;
+    }
+
+    // Depth 0 teaches nothing about acceptance, so a controller that stopped here would stay
+    // here: draft a little every so often, less often while probes keep confirming 0.
+    const int interval = std::min(config_.probe_interval_max,
+                                  config_.probe_interval_min << failed_probes_);
+    if (++zero_streak_ < interval && !probe_again_) {
+        return 0;
+    }
+    zero_streak_   = 0;
+    probe_again_   = false;
+    probe_pending_ = true;
+    return std::clamp(config_.probe_k, 1, cap_);
+}
+
+void DepthController::observe(const RoundObservation & round) {
+    const int k        = std::max(0, round.k_planned);
+    const int drafted  = std::max(0, round.n_drafted);
+    const int accepted = std::clamp(round.n_accepted, 0, drafted);
+    // How likely this round's full accept was under what we believed before it.
+    const double p_full_accept = std::pow(alpha(), drafted);
+
+    stats_.rounds++;
+    stats_.k_sum += k;
+    stats_.zero_k_rounds += k == 0 ? 1 : 0;
+    stats_.drafted += drafted;
+    stats_.accepted += accepted;
+    if (size_t(drafted) > stats_.drafted_per_position.size()) {
+        stats_.drafted_per_position.resize(size_t(drafted), 0);
+        stats_.accepted_per_position.resize(size_t(drafted), 0);
+    }
+    for (int i = 0; i < drafted; ++i) {
+        stats_.drafted_per_position[size_t(i)]++;
+        stats_.accepted_per_position[size_t(i)] += i < accepted ? 1 : 0;
+    }
+
+    if (drafted > 0) {
+        // Censored geometric: `accepted` successes, and a failure only if one was seen.
+        const int rejected = accepted < drafted ? 1 : 0;
+        acc_a_             = config_.alpha_forget * acc_a_ + accepted;
+        acc_b_             = config_.alpha_forget * acc_b_ + rejected;
+        drafting_rounds_++;
+        successes_ += accepted;
+        failures_ += rejected;
+    } else {
+        acc_a_ *= config_.alpha_forget_idle;
+        acc_b_ *= config_.alpha_forget_idle;
+    }
+
+    if (round.verify_s > 0.0) {
+        WeightedSums & sums = drafted > 0 ? verify_drafting_ : verify_zero_;
+        sums.fade(config_.cost_forget);
+        sums.add(double(drafted), round.verify_s);
+        cost_rounds_++;
+    }
+    if (drafted > 0 && round.draft_s >= 0.0) {
+        draft_s_ = config_.cost_forget * draft_s_ + round.draft_s;
+        draft_n_ = config_.cost_forget * draft_n_ + drafted;
+    }
+
+    if (probe_pending_) {
+        probe_pending_ = false;
+        stats_.probes++;
+        if (best_k() > 0) {
+            failed_probes_ = 0;
+        } else if (accepted == drafted && drafted > 0 && p_full_accept < k_probe_surprise) {
+            // Acceptance may have changed, but one probe rarely outweighs the evidence that
+            // parked us at 0: look again next round, and from the shortest interval after.
+            // (An expected full accept, from a drafter good but too slow to pay, backs off.)
+            probe_again_   = true;
+            failed_probes_ = 0;
+        } else {
+            failed_probes_ = std::min(failed_probes_ + 1, 16); // keeps the shift in range
+        }
+    }
+}
+
+void DepthController::fold_into(DepthPrior & prior) const {
+    // The whole request's censored MLE, not the faded estimate: the prior is about the
+    // model's typical acceptance, not the request's last few rounds.
+    if (const int64_t trials = successes_ + failures_; trials > 0) {
+        const double measured = double(successes_) / double(trials);
+        prior.alpha           = blend(prior.alpha, measured, double(trials), k_fold_trials);
+    }
+    if (const DepthCosts m = costs(); m.t_1 > 0.0) {
+        if (draft_n_ > 0.0) {
+            prior.draft_cost =
+                blend(prior.draft_cost, m.c_d / m.t_1, double(cost_rounds_), k_fold_rounds);
+        }
+        if (verify_drafting_.w > 0.0) {
+            prior.verify_cost =
+                blend(prior.verify_cost, m.c_v / m.t_1, double(cost_rounds_), k_fold_rounds);
+        }
+    }
+    prior.requests++;
+}
+
+} // namespace specd::spec

@@ -1,0 +1,136 @@
+#pragma once
+// How many tokens to draft in the next round: a pure policy. plan() returns a depth k,
+// observe() takes what the round did; everything it knows arrives through observe().
+//
+// Model: each draft position is accepted with probability alpha until the first
+// rejection, so a round with k drafts yields E[tokens | k] = (1 - alpha^(k+1)) / (1 - alpha)
+// tokens (the accepted prefix plus the target's own bonus/correction token) and costs
+// time(k) = t_1 + k * (c_d + c_v). plan() picks the k in 0..cap with the highest
+// E[tokens | k] / time(k), and keeps probing while that is 0 so it never parks there.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace specd::spec {
+
+// What one round did. Rounds that drafted nothing are observations too: they measure t_1.
+struct RoundObservation {
+    int    k_planned  = 0;   // what plan() returned
+    int    n_drafted  = 0;   // drafts proposed (<= k_planned; grammar-forced tokens excluded)
+    int    n_accepted = 0;   // longest accepted prefix of the drafts (<= n_drafted)
+    double draft_s    = 0.0; // time spent producing the n_drafted drafts
+    double verify_s   = 0.0; // target time for the 1 + n_drafted verified positions
+    int    batch_size = 1;   // sequences sharing the target batch; kept, not modelled yet
+};
+
+// Per-model knowledge that seeds each request; the caller keeps one per model and folds
+// finished requests back in (DepthController::fold_into). Costs are relative to t_1 so the
+// prior carries no units.
+struct DepthPrior {
+    double  alpha        = 0.5;  // per-token acceptance
+    double  alpha_weight = 4.0;  // pseudo-trials behind `alpha`: small, a request adapts fast
+    double  draft_cost   = 0.05; // c_d / t_1
+    double  verify_cost  = 0.05; // c_v / t_1
+    int64_t requests     = 0;    // requests folded in
+};
+
+struct DepthConfig {
+    int    k_max              = 16;
+    double alpha_forget       = 0.9;  // per drafting round: old rounds fade, drift is tracked
+    double alpha_forget_idle  = 0.99; // per round without drafts: evidence ages while parked
+    double cost_forget        = 0.95; // per round, for the time measurements
+    double explore_z          = 1.0;  // plan with mean + z * sd of alpha while uncertain ...
+    int    explore_rounds     = 8;    // ... fading to the mean over this many drafting rounds
+    int    probe_k            = 1;    // depth of a probe when the best depth is 0
+    int    probe_interval_min = 8;    // zero rounds before a probe; doubles per probe that
+                                      // confirms 0, a surprising full accept probes again
+    int    probe_interval_max = 64;
+};
+
+struct DepthStats {
+    int64_t              rounds        = 0;
+    int64_t              drafted       = 0;
+    int64_t              accepted      = 0;
+    int64_t              k_sum         = 0; // sum of k_planned, for mean_k
+    int64_t              zero_k_rounds = 0;
+    int64_t              probes        = 0;
+    std::vector<int64_t> drafted_per_position;  // [i]: rounds that drafted position i
+    std::vector<int64_t> accepted_per_position; // [i]: rounds that accepted position i
+
+    double mean_k() const { return rounds > 0 ? double(k_sum) / double(rounds) : 0.0; }
+};
+
+// Estimated costs in seconds; t_1 = 0 until the first observation.
+struct DepthCosts {
+    double t_1 = 0.0; // target step for one position
+    double c_d = 0.0; // per drafted token
+    double c_v = 0.0; // per extra verified position
+};
+
+class DepthController {
+  public:
+    // draft_num_predict caps k for this request (at most k_max); 0 disables drafting and
+    // probing.
+    explicit DepthController(const DepthPrior & prior,
+                             std::optional<int> draft_num_predict = std::nullopt,
+                             const DepthConfig & config = {});
+
+    // Depth for the next round: best_k(), or a probe after a run of zeros.
+    int  plan();
+    // What the round did; call once per round, also when it drafted nothing.
+    void observe(const RoundObservation & round);
+
+    // At request end: move the model's prior towards what this request measured, in
+    // proportion to how much it measured (a request that never drafted leaves alpha alone).
+    void fold_into(DepthPrior & prior) const;
+
+    // The k in 0..k_cap() with the best expected rate under the current estimates.
+    int        best_k() const;
+    int        k_cap() const { return cap_; }
+    // Posterior mean of alpha, and the optimistic value best_k() uses while exploring.
+    double     alpha() const;
+    double     alpha_plan() const;
+    DepthCosts costs() const;
+
+    const DepthStats & stats() const { return stats_; }
+
+  private:
+    DepthConfig config_;
+    DepthPrior  prior_;
+    int         cap_ = 0;
+
+    // Acceptance: Beta(base + acc_a_, base + acc_b_). acc_* start at the prior's
+    // pseudo-counts and fade with every drafting round (slowly while parked at 0). A round
+    // that accepted all n drafts only says "run length >= n" (censored): n successes and no
+    // failure, never a made-up one.
+    double  acc_a_           = 0.0;
+    double  acc_b_           = 0.0;
+    int64_t drafting_rounds_ = 0;
+    int64_t successes_       = 0; // unfaded, for fold_into
+    int64_t failures_        = 0;
+
+    // Exponentially weighted sums for regressing y on x.
+    struct WeightedSums {
+        double w = 0.0, x = 0.0, y = 0.0, xx = 0.0, xy = 0.0;
+        void   fade(double f);
+        void   add(double xi, double yi);
+    };
+    // Verify time = t_1 + x * c_v, x = drafted positions. Rounds with and without drafts
+    // fade separately, so a long stretch at depth 0 keeps what was learned about c_v.
+    WeightedSums verify_zero_;
+    WeightedSums verify_drafting_;
+    // Draft cost as a weighted ratio: seconds / drafted tokens.
+    double       draft_s_     = 0.0;
+    double       draft_n_     = 0.0;
+    int64_t      cost_rounds_ = 0;
+
+    // Probing out of depth 0.
+    int  zero_streak_   = 0;     // plans at 0 since the last draft or probe
+    int  failed_probes_ = 0;     // probes in a row that confirmed 0: the back-off exponent
+    bool probe_pending_ = false; // the last plan() was a probe
+    bool probe_again_   = false; // the last probe was a surprising full accept
+
+    DepthStats stats_;
+};
+
+} // namespace specd::spec

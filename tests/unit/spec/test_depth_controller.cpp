@@ -1,0 +1,339 @@
+#include "spec/depth_controller.h"
+
+#include "sim_drafter.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <vector>
+
+using specd::spec::DepthConfig;
+using specd::spec::DepthController;
+using specd::spec::DepthPrior;
+using specd::spec::RoundObservation;
+using specd::spec::test::run_controller;
+using specd::spec::test::run_fixed;
+using specd::spec::test::SimDrafter;
+using specd::spec::test::SimParams;
+using specd::spec::test::Throughput;
+
+namespace {
+
+// Costs with (c_d + c_v) / t_1 = ratio, split unevenly so the prior's 50/50 guess is wrong.
+SimParams sim_params(double alpha, double ratio) {
+    SimParams p;
+    p.alpha = alpha;
+    p.t_1   = 0.010;
+    p.c_d   = 0.6 * ratio * p.t_1;
+    p.c_v   = 0.4 * ratio * p.t_1;
+    return p;
+}
+
+DepthPrior zero_prior(double weight = 4.0) {
+    DepthPrior prior;
+    prior.alpha        = 0.0;
+    prior.alpha_weight = weight;
+    return prior;
+}
+
+// Rounds until plan() > 0 and stays > 0 for `hold` rounds; -1 if never within `limit`.
+int rounds_until_drafting_holds(DepthController & dc, SimDrafter & sim, int limit, int hold) {
+    int start = -1;
+    for (int i = 0; i < limit; ++i) {
+        const int k = dc.plan();
+        dc.observe(sim.round(k));
+        if (k == 0) {
+            start = -1;
+        } else if (start < 0) {
+            start = i;
+        }
+        if (start >= 0 && i - start + 1 >= hold) {
+            return start;
+        }
+    }
+    return -1;
+}
+
+} // namespace
+
+// The cold-start deadlock: a prior that says "alpha = 0" makes depth 0 the best plan, and
+// depth 0 alone would never show otherwise. Behind a prior worth 100 trials only the probes
+// can get drafting going again; behind the default weight of 4, exploration does it at once.
+TEST(DepthController, ResumesDraftingAfterZeroPrior) {
+    struct Case {
+        double weight;    // pseudo-trials behind the prior's alpha = 0
+        double explore_z;
+        bool   needs_probes;
+    };
+    for (const Case c : {Case{4.0, 1.0, false}, Case{100.0, 1.0, true}, Case{100.0, 0.0, true}}) {
+        SCOPED_TRACE(testing::Message() << "weight " << c.weight << " explore_z " << c.explore_z);
+        DepthConfig config;
+        config.explore_z = c.explore_z;
+        DepthController dc(zero_prior(c.weight), std::nullopt, config);
+        SimDrafter      sim(sim_params(0.9, 0.05), 1);
+
+        if (c.needs_probes) {
+            EXPECT_EQ(dc.best_k(), 0);
+        }
+        const int start = rounds_until_drafting_holds(dc, sim, 300, 200);
+        ASSERT_GE(start, 0) << "never resumed drafting";
+        EXPECT_LE(start, 100);
+        if (c.needs_probes) {
+            EXPECT_GE(dc.stats().probes, 1);
+        }
+        EXPECT_GT(dc.alpha(), 0.7); // true 0.9; the estimate sees ~10 rounds
+        EXPECT_GE(dc.plan(), 6);
+    }
+}
+
+// Against the best fixed depth chosen with hindsight (every k in 0..16 simulated on the same
+// seed). Tolerance 10% per cell: the controller pays for what the oracle gets free — an
+// alpha estimate from ~10 rounds of fading evidence (sd ~0.03-0.1), early exploration and
+// probes — but throughput is flat in k near its optimum, so estimation error costs a few
+// percent (worst cell measured ~0.96, at the break-even alpha 0.3 / ratio 0.25, where k = 0
+// and k = 1 are within 4%). Across the table the mean must stay >= 0.97 (measured ~0.99):
+// that catches a systematic bias that no single cell would.
+TEST(DepthController, ConvergesToBestFixedDepth) {
+    const double alphas[] = {0.1, 0.3, 0.5, 0.7, 0.9, 0.95};
+    const double ratios[] = {0.02, 0.1, 0.25, 0.5};
+    const int    warmup   = 200;
+    const int    rounds   = 20000;
+
+    std::printf("alpha  ratio  best_k  best_tok/s  ctrl_tok/s  ratio  ctrl_mean_k  zero_k%%\n");
+    uint64_t seed      = 100;
+    double   ratio_sum = 0.0;
+    int      cells     = 0;
+    for (double alpha : alphas) {
+        for (double ratio : ratios) {
+            const SimParams p = sim_params(alpha, ratio);
+            ++seed;
+
+            int    best_k   = 0;
+            double best_tps = 0.0;
+            double k0_tps   = 0.0;
+            for (int k = 0; k <= 16; ++k) {
+                const double tps = run_fixed(p, k, rounds, seed).per_second();
+                if (k == 0) {
+                    k0_tps = tps;
+                }
+                if (tps > best_tps) {
+                    best_tps = tps;
+                    best_k   = k;
+                }
+            }
+
+            DepthController  dc{DepthPrior{}};
+            SimDrafter       sim(p, seed);
+            const Throughput t = run_controller(dc, sim, warmup, rounds);
+            const double     ctrl_tps  = t.per_second();
+            const double     zero_frac = double(dc.stats().zero_k_rounds) / double(dc.stats().rounds);
+            std::printf("%5.2f  %5.2f  %6d  %10.1f  %10.1f  %5.3f  %11.2f  %6.1f\n", alpha, ratio, best_k,
+                        best_tps, ctrl_tps, ctrl_tps / best_tps, dc.stats().mean_k(), 100.0 * zero_frac);
+
+            ratio_sum += ctrl_tps / best_tps;
+            ++cells;
+
+            SCOPED_TRACE(testing::Message() << "alpha " << alpha << " ratio " << ratio);
+            EXPECT_GE(ctrl_tps, 0.90 * best_tps);
+            // Where drafting clearly loses (k = 1 is >= 5% slower than k = 0 in expectation),
+            // the controller stays at 0 but for its probes.
+            if ((1.0 + alpha) / (1.0 + ratio) < 0.95) {
+                EXPECT_GE(ctrl_tps, 0.97 * k0_tps);
+                EXPECT_GE(zero_frac, 0.9);
+            }
+        }
+    }
+    EXPECT_GE(ratio_sum / cells, 0.97);
+}
+
+// Acceptance drops from 0.9 to 0.2 and comes back; cheap drafts, so the best depth is 16
+// at 0.9 and 2 at 0.2.
+TEST(DepthController, FollowsDrift) {
+    DepthController dc{DepthPrior{}};
+    SimDrafter      sim(sim_params(0.9, 0.02), 7);
+
+    auto phase = [&](double alpha, auto settled, int limit, int rounds) {
+        sim.set_alpha(alpha);
+        int first = -1;
+        int held  = 0;
+        for (int i = 0; i < rounds; ++i) {
+            const int k = dc.plan();
+            dc.observe(sim.round(k));
+            if (first < 0 && settled(k)) {
+                first = i;
+            }
+            if (first >= 0 && i >= limit) {
+                held += settled(k) ? 1 : 0;
+            }
+        }
+        SCOPED_TRACE(testing::Message() << "alpha " << alpha);
+        ASSERT_GE(first, 0);
+        EXPECT_LE(first, limit);
+        EXPECT_GE(held, (rounds - limit) * 9 / 10); // and stays there
+    };
+
+    phase(0.9, [](int k) { return k >= 10; }, 30, 300);
+    phase(0.2, [](int k) { return k <= 4; }, 30, 300);
+    phase(0.9, [](int k) { return k >= 10; }, 30, 300);
+}
+
+// When drafting stops paying the controller settles at 0; when it starts paying again the
+// probes find out. The first probe comes within one back-off interval (64 rounds), and
+// each probe rejected outright (10% at alpha 0.9) costs another: allow two of them.
+TEST(DepthController, ProbesFindAcceptanceThatReturns) {
+    DepthController dc{DepthPrior{}};
+    SimDrafter      sim(sim_params(0.05, 0.25), 8);
+
+    run_controller(dc, sim, 0, 1000);
+    EXPECT_GE(dc.stats().zero_k_rounds, 900);
+    const int64_t probes = dc.stats().probes;
+    EXPECT_GE(probes, 10);
+    EXPECT_LE(probes, 30); // backed off: 8, 16, 32, then every 64 rounds
+
+    sim.set_alpha(0.9);
+    const int start = rounds_until_drafting_holds(dc, sim, 400, 50);
+    ASSERT_GE(start, 0);
+    EXPECT_LE(start, 3 * 64 + 10);
+}
+
+// A drafter that is good but too slow to ever pay: its probes are accepted, as expected,
+// and must still back off rather than keep drafting.
+TEST(DepthController, ProbesBackOffWhenAcceptedDraftsDoNotPay) {
+    const SimParams p = sim_params(0.95, 2.0);
+    DepthController dc{DepthPrior{}};
+    SimDrafter      sim(p, 13);
+    const Throughput t = run_controller(dc, sim, 100, 2000);
+
+    EXPECT_GE(t.per_second(), 0.97 * run_fixed(p, 0, 2000, 13).per_second());
+    EXPECT_GE(dc.stats().zero_k_rounds, dc.stats().rounds * 95 / 100);
+    EXPECT_LE(dc.stats().probes, 2100 / 64 + 10);
+}
+
+TEST(DepthController, DraftNumPredictCapsDepth) {
+    DepthController dc(DepthPrior{}, 3);
+    SimDrafter      sim(sim_params(0.95, 0.02), 9);
+    EXPECT_EQ(dc.k_cap(), 3);
+
+    int max_k = 0;
+    for (int i = 0; i < 200; ++i) {
+        const int k = dc.plan();
+        max_k       = std::max(max_k, k);
+        dc.observe(sim.round(k));
+    }
+    EXPECT_EQ(max_k, 3);
+
+    EXPECT_EQ(DepthController(DepthPrior{}, 100).k_cap(), 16);
+    EXPECT_EQ(DepthController(DepthPrior{}).k_cap(), 16);
+}
+
+TEST(DepthController, DraftNumPredictZeroDisablesDrafting) {
+    DepthPrior prior;
+    prior.alpha = 0.99;
+    DepthController dc(prior, 0);
+    SimDrafter      sim(sim_params(0.99, 0.02), 10);
+
+    for (int i = 0; i < 500; ++i) {
+        const int k = dc.plan();
+        ASSERT_EQ(k, 0);
+        dc.observe(sim.round(k));
+    }
+    EXPECT_EQ(dc.stats().probes, 0);
+    EXPECT_EQ(dc.stats().drafted, 0);
+    EXPECT_EQ(dc.stats().zero_k_rounds, 500);
+}
+
+// A round that accepts all of its k drafts says "run length >= k", not "= k". Reading it
+// as "= k" (a rejection right after) would settle alpha at k / (k + 1) = 2/3 here; the
+// censored estimate keeps rising towards 1, and the depth grows with it.
+TEST(DepthController, FullAcceptsAreCensored) {
+    DepthController dc{DepthPrior{}};
+    double          prev = dc.alpha();
+    for (int i = 0; i < 60; ++i) {
+        RoundObservation r;
+        r.k_planned  = 2;
+        r.n_drafted  = 2;
+        r.n_accepted = 2;
+        r.draft_s    = 2 * 0.0002;
+        r.verify_s   = 0.010 + 2 * 0.0002;
+        dc.observe(r);
+        EXPECT_GE(dc.alpha(), prev);
+        prev = dc.alpha();
+    }
+    EXPECT_GT(dc.alpha(), 0.95);
+    EXPECT_GE(dc.plan(), 12);
+}
+
+// An n-gram drafter that finds nothing drafts 0 of k: no acceptance evidence either way.
+TEST(DepthController, EmptyDraftsTeachNothingAboutAcceptance) {
+    DepthController dc{DepthPrior{}};
+    const double    before = dc.alpha();
+    for (int i = 0; i < 20; ++i) {
+        RoundObservation r;
+        r.k_planned = dc.plan();
+        r.verify_s  = 0.010;
+        dc.observe(r);
+    }
+    EXPECT_DOUBLE_EQ(dc.alpha(), before);
+    EXPECT_EQ(dc.stats().drafted, 0);
+    EXPECT_EQ(dc.stats().rounds, 20);
+}
+
+TEST(DepthController, LearnsCosts) {
+    DepthController dc{DepthPrior{}};
+    SimParams       p = sim_params(0.7, 0.25); // c_d = 1.5 ms, c_v = 1 ms, t_1 = 10 ms
+    SimDrafter      sim(p, 11);
+    for (int i = 0; i < 400; ++i) {
+        dc.observe(sim.round(i % 7)); // spread the depths so t_1 and c_v separate
+    }
+    const auto c = dc.costs();
+    EXPECT_NEAR(c.t_1, p.t_1, 0.05 * p.t_1);
+    EXPECT_NEAR(c.c_d, p.c_d, 0.1 * p.c_d);
+    EXPECT_NEAR(c.c_v, p.c_v, 0.1 * p.c_v);
+}
+
+TEST(DepthController, CountersAddUp) {
+    DepthController dc{DepthPrior{}};
+    SimDrafter      sim(sim_params(0.7, 0.1), 12);
+    int64_t         k_sum = 0;
+    for (int i = 0; i < 300; ++i) {
+        const int k = dc.plan();
+        k_sum += k;
+        dc.observe(sim.round(k));
+    }
+    const auto & s = dc.stats();
+    EXPECT_EQ(s.rounds, 300);
+    EXPECT_DOUBLE_EQ(s.mean_k(), double(k_sum) / 300.0);
+    EXPECT_LE(s.accepted, s.drafted);
+
+    int64_t drafted = 0, accepted = 0;
+    for (size_t i = 0; i < s.drafted_per_position.size(); ++i) {
+        drafted += s.drafted_per_position[i];
+        accepted += s.accepted_per_position[i];
+        EXPECT_LE(s.accepted_per_position[i], s.drafted_per_position[i]);
+        if (i > 0) { // a position is only accepted after every one before it
+            EXPECT_LE(s.accepted_per_position[i], s.accepted_per_position[i - 1]);
+        }
+    }
+    EXPECT_EQ(drafted, s.drafted);
+    EXPECT_EQ(accepted, s.accepted);
+}
+
+TEST(DepthController, FoldsRequestsIntoThePrior) {
+    DepthPrior prior; // alpha 0.5
+
+    DepthController idle(prior);
+    idle.fold_into(prior);
+    EXPECT_DOUBLE_EQ(prior.alpha, 0.5); // nothing drafted, nothing learned about alpha
+    EXPECT_EQ(prior.requests, 1);
+
+    for (int r = 0; r < 5; ++r) {
+        DepthController dc(prior);
+        SimDrafter      sim(sim_params(0.9, 0.25), 20 + r);
+        run_controller(dc, sim, 0, 200);
+        dc.fold_into(prior);
+    }
+    EXPECT_NEAR(prior.alpha, 0.9, 0.05);
+    EXPECT_NEAR(prior.draft_cost, 0.15, 0.03);
+    EXPECT_NEAR(prior.verify_cost, 0.10, 0.03);
+    EXPECT_EQ(prior.requests, 6);
+}
