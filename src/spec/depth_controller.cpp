@@ -66,6 +66,9 @@ DepthController::DepthController(const DepthPrior & prior, std::optional<int> dr
     acc_a_              = alpha * weight;
     acc_b_              = (1.0 - alpha) * weight;
 
+    zero_streak_   = std::max(0, prior.zero_streak);
+    failed_probes_ = std::clamp(prior.failed_probes, 0, 16);
+
     stats_.drafted_per_position.assign(size_t(config_.k_max), 0);
     stats_.accepted_per_position.assign(size_t(config_.k_max), 0);
 }
@@ -247,6 +250,8 @@ void DepthController::fold_into(DepthPrior & prior) const {
                 blend(prior.verify_cost, m.c_v / m.t_1, double(cost_rounds_), k_fold_rounds);
         }
     }
+    prior.zero_streak   = zero_streak_;
+    prior.failed_probes = failed_probes_;
     prior.requests++;
 }
 

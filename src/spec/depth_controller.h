@@ -32,6 +32,11 @@ struct DepthPrior {
     double  draft_cost   = 0.05; // c_d / t_1
     double  verify_cost  = 0.05; // c_v / t_1
     int64_t requests     = 0;    // requests folded in
+    // The probing schedule goes on across requests: otherwise every short request would
+    // start probing from scratch, and on a model where drafting does not pay those probes
+    // (each one also brings the draft model's cache up to date) are a real cost.
+    int     zero_streak   = 0;   // rounds at depth 0 since the last probe
+    int     failed_probes = 0;   // probes in a row that confirmed depth 0
 };
 
 struct DepthConfig {

@@ -337,3 +337,28 @@ TEST(DepthController, FoldsRequestsIntoThePrior) {
     EXPECT_NEAR(prior.verify_cost, 0.10, 0.03);
     EXPECT_EQ(prior.requests, 6);
 }
+
+// Short requests on a model where drafting does not pay: the probing schedule continues
+// across requests through the prior instead of restarting (and probing early) every time.
+TEST(DepthController, ProbeScheduleCarriesAcrossRequests) {
+    DepthPrior prior;
+    prior.alpha        = 0.05;
+    prior.alpha_weight = 50;
+    prior.draft_cost   = 0.5;
+    int probes_late    = 0;
+    for (int request = 0; request < 40; ++request) {
+        DepthController c(prior);
+        for (int round = 0; round < 32; ++round) {
+            const int k = c.plan();
+            // Every draft is rejected; drafts cost half a target step each.
+            c.observe({.k_planned = k, .n_drafted = k, .n_accepted = 0,
+                       .draft_s = 0.5e-3 * k, .verify_s = 1e-3 + 0.05e-3 * k});
+        }
+        if (request >= 20) probes_late += int(c.stats().probes);
+        c.fold_into(prior);
+    }
+    // With the back-off kept, 20 requests x 32 rounds = 640 rounds see about 640 / 64 = 10
+    // probes; restarting every request would probe at least 2-3 times per request (40-60).
+    EXPECT_LE(probes_late, 14);
+    EXPECT_GE(probes_late, 5); // and it never stops probing
+}
