@@ -7,6 +7,16 @@
 
 namespace specd::engine {
 
+namespace {
+
+// After a gap longer than this (tokens the draft did not see), the draft restarts on the
+// last k_window tokens instead of catching up. The first proposal of a request always syncs
+// in full, so the draft starts from the whole prompt.
+constexpr size_t k_rewindow_gap = 48;
+constexpr size_t k_window       = 16;
+
+} // namespace
+
 std::string vocab_mismatch(const Model & target, const Model & draft) {
     const llama_vocab * a = target.vocab();
     const llama_vocab * b = draft.vocab();
@@ -44,8 +54,9 @@ DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint3
 }
 
 void DraftModel::begin_request(const SamplingOptions & sampling, const std::atomic<bool> * cancel) {
-    sampler_ = std::make_unique<Sampler>(model_->vocab(), sampling, "", /*penalties=*/false);
-    cancel_  = cancel;
+    sampler_        = std::make_unique<Sampler>(model_->vocab(), sampling, "", /*penalties=*/false);
+    cancel_         = cancel;
+    first_proposal_ = true;
 }
 
 bool DraftModel::decode() {
@@ -53,6 +64,7 @@ bool DraftModel::decode() {
     if (llama_decode(ctx_.get(), batch_.get()) == 0) return true;
     llama_memory_clear(llama_get_memory(ctx_.get()), true);
     cached_.clear();
+    base_ = 0;
     return false;
 }
 
@@ -62,23 +74,39 @@ spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int 
     Sampler & sampler = *sampler_;
 
     // Bring the cache to `history` minus its last token, then decode that token for logits.
+    // The cache holds history[base_ ...] at positions counted from base_.
     llama_memory_t mem    = llama_get_memory(ctx_.get());
     size_t         common = 0;
-    while (common < cached_.size() && common + 1 < history.size() && cached_[common] == history[common]) ++common;
-    if (!llama_memory_seq_rm(mem, 0, static_cast<llama_pos>(common), -1)) {
+    if (base_ < history.size()) {
+        while (common < cached_.size() && base_ + common + 1 < history.size() &&
+               cached_[common] == history[base_ + common]) {
+            ++common;
+        }
+    }
+    if (common == 0) base_ = 0; // nothing reusable: a new prompt, or the target shifted
+    const size_t gap = history.size() - (base_ + common);
+    if (!first_proposal_ && gap > k_rewindow_gap) {
+        // The draft sat out a long stretch (depth 0, probes far apart): catching up would
+        // cost a draft step per missed token, so restart it on the recent tokens only. Any
+        // draft is exact under verification; only its acceptance depends on its context.
+        base_  = history.size() - k_window;
+        common = 0;
+    }
+    if (common == 0 || !llama_memory_seq_rm(mem, 0, static_cast<llama_pos>(common), -1)) {
         llama_memory_clear(mem, true);
         common = 0;
     }
-    cached_.assign(history.begin(), history.begin() + common);
+    first_proposal_ = false;
+    cached_.assign(history.begin() + base_, history.begin() + base_ + common);
 
     int32_t idx = -1;
-    for (size_t i = common; i < history.size();) {
+    for (size_t i = base_ + common; i < history.size();) {
         batch_.clear();
         for (; i < history.size() && batch_.size() < batch_.capacity(); ++i) {
-            idx = batch_.add(history[i], static_cast<llama_pos>(i), 0, i + 1 == history.size());
+            idx = batch_.add(history[i], static_cast<llama_pos>(i - base_), 0, i + 1 == history.size());
         }
         if (!decode()) return out;
-        cached_.insert(cached_.end(), history.begin() + cached_.size(), history.begin() + i);
+        cached_.insert(cached_.end(), history.begin() + base_ + cached_.size(), history.begin() + i);
     }
 
     for (int j = 0; j < k; ++j) {

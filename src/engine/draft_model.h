@@ -37,7 +37,9 @@ class DraftModel final : public spec::Drafter {
     const std::atomic<bool> * cancel_ = nullptr;
     context_ptr              ctx_;
     Batch                    batch_;
-    std::vector<llama_token> cached_; // tokens whose KV is in the draft's sequence 0
+    std::vector<llama_token> cached_; // history[base_ ...] whose KV is in sequence 0, positions from 0
+    size_t                   base_           = 0;
+    bool                     first_proposal_ = true;
 };
 
 // Empty when two vocabularies are interchangeable for speculation, else the reason.

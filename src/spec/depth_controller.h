@@ -49,7 +49,7 @@ struct DepthConfig {
     int    probe_k            = 1;    // depth of a probe when the best depth is 0
     int    probe_interval_min = 8;    // zero rounds before a probe; doubles per probe that
                                       // confirms 0, a surprising full accept probes again
-    int    probe_interval_max = 64;
+    int    probe_interval_max = 128;
 };
 
 struct DepthStats {

@@ -4,6 +4,7 @@
 // fresh computation.
 #include "core/error.h"
 #include "engine/session.h"
+#include "grammar/json_schema.h"
 #include "fixtures.h"
 
 #include <gtest/gtest.h>
@@ -210,4 +211,42 @@ TEST(Speculation, DraftWithAnotherVocabularyIsRefused) {
         EXPECT_EQ(e.kind(), ErrorKind::bad_request);
         EXPECT_NE(std::string(e.what()).find("draft model cannot be used"), std::string::npos) << e.what();
     }
+}
+
+// End of generation inside a round: under a JSON grammar that is not ended early, once the
+// object is closed only whitespace and EOG are legal, and the target's EOG arrives as the
+// correction or bonus token of a drafted round.
+TEST(Speculation, EndOfGenerationInsideARound) {
+    auto    target = fixtures::shared_model("pair-target.gguf");
+    auto    draft  = fixtures::shared_model("pair-draft.gguf");
+    Session plain(target, ctx());
+    Session spec(target, ctx(), draft);
+    const auto tokens = target->tokenize("Answer:", true, true);
+    auto opts    = greedy(300, 0);
+    opts.grammar = grammar::schema_to_grammar(
+        R"({"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"],"additionalProperties":false})");
+    const auto a = run(plain, tokens, opts);
+    opts.draft_fixed_k = 4;
+    const auto b = run(spec, tokens, opts);
+    EXPECT_EQ(b.text, a.text);
+    EXPECT_EQ(b.result.reason, a.result.reason);
+    EXPECT_EQ(a.result.reason, DoneReason::stop) << "the grammar leaves EOG as the way out: " << a.text;
+    EXPECT_LT(a.result.stats.eval_count, 300);
+    EXPECT_GT(b.result.speculation.drafted, 0);
+}
+
+// The controller's own schedule on a pair where drafting does not pay: it parks at depth 0
+// and probes ever more rarely, so the draft model re-windows after long gaps. The text must
+// still equal the plain one.
+TEST(Speculation, AdaptiveDepthWithSparseProbesKeepsOutputIdentical) {
+    auto    target = fixtures::shared_model("pair-low-target.gguf");
+    auto    draft  = fixtures::shared_model("pair-low-draft.gguf");
+    Session plain(target, ctx(1024));
+    Session spec(target, ctx(1024), draft);
+    const auto tokens = target->tokenize(k_prompts[0], true, true);
+    const auto a = run(plain, tokens, greedy(400, 0));
+    const auto b = run(spec, tokens, greedy(400, std::nullopt));
+    EXPECT_EQ(b.text, a.text);
+    EXPECT_GT(b.result.speculation.probes + b.result.speculation.drafted, 0);
+    EXPECT_GT(b.result.speculation.zero_k_rounds, 0);
 }

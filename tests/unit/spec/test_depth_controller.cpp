@@ -178,8 +178,8 @@ TEST(DepthController, FollowsDrift) {
 }
 
 // When drafting stops paying the controller settles at 0; when it starts paying again the
-// probes find out. The first probe comes within one back-off interval (64 rounds), and
-// each probe rejected outright (10% at alpha 0.9) costs another: allow two of them.
+// probes find out. The first probe comes within one back-off interval, and each probe
+// rejected outright (10% at alpha 0.9) costs another: allow two of them.
 TEST(DepthController, ProbesFindAcceptanceThatReturns) {
     DepthController dc{DepthPrior{}};
     SimDrafter      sim(sim_params(0.05, 0.25), 8);
@@ -187,13 +187,14 @@ TEST(DepthController, ProbesFindAcceptanceThatReturns) {
     run_controller(dc, sim, 0, 1000);
     EXPECT_GE(dc.stats().zero_k_rounds, 900);
     const int64_t probes = dc.stats().probes;
-    EXPECT_GE(probes, 10);
-    EXPECT_LE(probes, 30); // backed off: 8, 16, 32, then every 64 rounds
+    const int     max_interval = DepthConfig{}.probe_interval_max;
+    EXPECT_GE(probes, 1000 / max_interval);
+    EXPECT_LE(probes, 30); // backed off: 8, 16, 32, ..., then every max_interval rounds
 
     sim.set_alpha(0.9);
     const int start = rounds_until_drafting_holds(dc, sim, 400, 50);
     ASSERT_GE(start, 0);
-    EXPECT_LE(start, 3 * 64 + 10);
+    EXPECT_LE(start, 3 * max_interval + 10);
 }
 
 // A drafter that is good but too slow to ever pay: its probes are accepted, as expected,
@@ -206,7 +207,7 @@ TEST(DepthController, ProbesBackOffWhenAcceptedDraftsDoNotPay) {
 
     EXPECT_GE(t.per_second(), 0.97 * run_fixed(p, 0, 2000, 13).per_second());
     EXPECT_GE(dc.stats().zero_k_rounds, dc.stats().rounds * 95 / 100);
-    EXPECT_LE(dc.stats().probes, 2100 / 64 + 10);
+    EXPECT_LE(dc.stats().probes, 2100 / DepthConfig{}.probe_interval_max + 10);
 }
 
 TEST(DepthController, DraftNumPredictCapsDepth) {
@@ -357,8 +358,9 @@ TEST(DepthController, ProbeScheduleCarriesAcrossRequests) {
         if (request >= 20) probes_late += int(c.stats().probes);
         c.fold_into(prior);
     }
-    // With the back-off kept, 20 requests x 32 rounds = 640 rounds see about 640 / 64 = 10
+    // With the back-off kept, 20 requests x 32 rounds = 640 rounds see about 640 / interval
     // probes; restarting every request would probe at least 2-3 times per request (40-60).
-    EXPECT_LE(probes_late, 14);
-    EXPECT_GE(probes_late, 5); // and it never stops probing
+    const int expected = 640 / DepthConfig{}.probe_interval_max;
+    EXPECT_LE(probes_late, expected + 4);
+    EXPECT_GE(probes_late, std::max(1, expected - 3)); // and it never stops probing
 }
