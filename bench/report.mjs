@@ -12,12 +12,17 @@ export function summarise(spec, results) {
       const r = results.find((x) => x.cell === cell.name && x.engine === e.name);
       if (r) row.engines[e.name] = { tps: median(r.tps), accept: r.accept_rate };
     }
-    const on = row.engines['specd spec-on']?.tps;
-    const off = row.engines['specd spec-off']?.tps;
-    const llamaBest = Math.max(...spec.engines.filter((e) => e.kind === 'llama-server' && e.draft_n_max > 0)
-      .map((e) => row.engines[e.name]?.tps ?? 0));
-    row.on_vs_off = on / off;
-    row.on_vs_llama_best = llamaBest > 0 ? on / llamaBest : NaN;
+    // Ratios are medians of per-run ratios: the engines' runs interleave, so run i of each
+    // engine saw the same minute of a shared machine.
+    const runs = (name) => results.find((x) => x.cell === cell.name && x.engine === name)?.tps;
+    const pairedRatio = (a, b) => {
+      const x = runs(a), y = runs(b);
+      return x && y ? median(x.map((v, i) => v / y[i])) : NaN;
+    };
+    row.on_vs_off = pairedRatio('specd spec-on', 'specd spec-off');
+    const vsLlama = spec.engines.filter((e) => e.kind === 'llama-server' && e.draft_n_max > 0)
+      .map((e) => pairedRatio('specd spec-on', e.name)).filter(Number.isFinite);
+    row.on_vs_llama_best = vsLlama.length ? Math.min(...vsLlama) : NaN;
     rows.push(row);
   }
   return rows;
@@ -39,7 +44,8 @@ export function table(spec, rows) {
 export function markdown(spec, rows, meta) {
   const names = spec.engines.map((e) => e.name);
   let md = `# Benchmark: ${spec.name}\n\n${spec.about}\n\n`;
-  md += `Decode tokens/s (median of ${spec.runs} runs; in brackets the draft acceptance rate).\n`;
+  md += `Decode tokens/s (median of ${spec.runs} interleaved runs; in brackets the draft acceptance rate). ` +
+        `Ratios are medians of per-run ratios; "on/llama best" compares with the better of llama-server's fixed depths.\n`;
   md += `Machine: ${meta.machine}. Date: ${meta.date}. Command: \`${meta.command}\`.\n\n`;
   md += `| cell | agreement | ${names.join(' | ')} | on/off | on/llama best |\n`;
   md += `|${'---|'.repeat(names.length + 4)}\n`;

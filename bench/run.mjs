@@ -29,30 +29,38 @@ async function main() {
       if (cells.length === 0) continue;
       const target = path.resolve(opt.models, `${pairName}-target.gguf`);
       const draft = path.resolve(opt.models, `${pairName}-draft.gguf`);
-      for (const engine of spec.engines) {
-        const server = engine.kind === 'specd'
-          ? await startSpecd({ bin: opt.specd, modelsDir: storeDir, name: `bench-${pairName}`, target, draft,
-                               threads: spec.threads, numCtx: spec.num_ctx })
-          : await startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
-                                     threads: spec.threads, numCtx: spec.num_ctx });
-        try {
-          for (const cell of cells) {
-            const req = { prompt: cell.prompt, numPredict: cell.num_predict, draft: engine.draft };
-            await generate(server, req); // warm-up: load, prompt cache, page cache
-            const tps = [];
-            let drafted = 0, accepted = 0;
-            for (let i = 0; i < spec.runs; ++i) {
-              const r = await generate(server, req);
-              tps.push(r.tps);
-              drafted += r.drafted;
-              accepted += r.accepted;
-            }
-            results.push({ cell: cell.name, engine: engine.name, tps, accept_rate: drafted > 0 ? accepted / drafted : null });
-            console.error(`${cell.name.padEnd(16)} ${engine.name.padEnd(24)} ${tps.map((t) => t.toFixed(1)).join(' ')} tok/s`);
-          }
-        } finally {
-          await server.stop();
+      // Every engine of a pair is up at once and the runs interleave (run 1 of each engine,
+      // then run 2 ...), so a slow minute on a shared machine hits all engines alike.
+      const servers = [];
+      try {
+        for (const engine of spec.engines) {
+          servers.push(engine.kind === 'specd'
+            ? await startSpecd({ bin: opt.specd, modelsDir: storeDir, name: `bench-${pairName}`, target, draft,
+                                 threads: spec.threads, numCtx: spec.num_ctx })
+            : await startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
+                                       threads: spec.threads, numCtx: spec.num_ctx }));
         }
+        for (const cell of cells) {
+          const acc = spec.engines.map(() => ({ tps: [], drafted: 0, accepted: 0 }));
+          const request = (i) => ({ prompt: cell.prompt, numPredict: cell.num_predict, draft: spec.engines[i].draft });
+          for (let i = 0; i < servers.length; ++i) await generate(servers[i], request(i)); // warm-up
+          for (let run = 0; run < spec.runs; ++run) {
+            for (let i = 0; i < servers.length; ++i) {
+              const r = await generate(servers[i], request(i));
+              acc[i].tps.push(r.tps);
+              acc[i].drafted += r.drafted;
+              acc[i].accepted += r.accepted;
+            }
+          }
+          spec.engines.forEach((engine, i) => {
+            const a = acc[i];
+            results.push({ cell: cell.name, engine: engine.name, tps: a.tps,
+                           accept_rate: a.drafted > 0 ? a.accepted / a.drafted : null });
+            console.error(`${cell.name.padEnd(16)} ${engine.name.padEnd(24)} ${a.tps.map((t) => t.toFixed(1)).join(' ')} tok/s`);
+          });
+        }
+      } finally {
+        for (const s of servers) await s.stop();
       }
     }
   } finally {

@@ -32,6 +32,17 @@ json meta_value(const engine::MetaEntry & e) {
         e.value);
 }
 
+// The store's view of `name`; an unknown model is Ollama's 404 message.
+models::ResolvedModel resolve_or_404(const models::Store & store, const models::ModelName & parsed,
+                                     const std::string & name) {
+    try {
+        return store.resolve(parsed);
+    } catch (const Error & e) {
+        if (e.kind() == ErrorKind::not_found) throw unknown_model(name);
+        throw;
+    }
+}
+
 } // namespace
 
 std::string bare_digest(const std::string & digest) {
@@ -39,14 +50,8 @@ std::string bare_digest(const std::string & digest) {
 }
 
 ServedModel catalog_resolve(const models::Store & store, const std::string & name) {
-    const auto parsed = parse_name(name);
-    models::ResolvedModel r;
-    try {
-        r = store.resolve(parsed);
-    } catch (const Error & e) {
-        if (e.kind() == ErrorKind::not_found) throw unknown_model(name);
-        throw;
-    }
+    const auto                  parsed = parse_name(name);
+    const models::ResolvedModel r      = resolve_or_404(store, parsed, name);
     if (r.template_text) throw bad_request("model \"" + name + "\" has a TEMPLATE, which is not supported yet");
     ServedModel m;
     m.files.name   = parsed.display();
@@ -69,14 +74,8 @@ json catalog_tags(const models::Store & store) {
 }
 
 json catalog_show(const models::Store & store, const std::string & name) {
-    const auto parsed = parse_name(name);
-    models::ResolvedModel r;
-    try {
-        r = store.resolve(parsed);
-    } catch (const Error & e) {
-        if (e.kind() == ErrorKind::not_found) throw unknown_model(name);
-        throw;
-    }
+    const auto                  parsed = parse_name(name);
+    const models::ResolvedModel r      = resolve_or_404(store, parsed, name);
     const engine::GgufInfo info = engine::read_gguf_info(r.model_gguf);
     json model_info = json::object();
     for (const auto & e : info.metadata) {

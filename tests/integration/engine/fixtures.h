@@ -1,6 +1,9 @@
 #pragma once
 // Access to the generated fixture models (tests/make-fixtures.sh) for integration tests.
 #include "engine/model.h"
+#include "engine/session.h"
+
+#include <atomic>
 
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +24,20 @@ inline std::shared_ptr<engine::Model> shared_model(const std::string & name) {
     auto & m = cache[name];
     if (!m) m = engine::Model::load(fixture(name), {});
     return m;
+}
+
+// One generation's text (every emitted piece, joined) and result.
+struct Output {
+    std::string            text;
+    engine::GenerateResult result;
+    int                    pieces = 0;
+};
+
+inline Output generate(engine::Session & s, const std::vector<llama_token> & prompt, const GenerateOptions & opts) {
+    Output            out;
+    std::atomic<bool> cancel{false};
+    out.result = s.generate(prompt, opts, [&](std::string_view t) { out.text += t; ++out.pieces; }, cancel);
+    return out;
 }
 
 } // namespace specd::fixtures

@@ -20,18 +20,10 @@ using namespace specd::engine;
 
 namespace {
 
-struct Output {
-    std::string    text;
-    GenerateResult result;
-    int            pieces = 0;
-};
+using fixtures::Output;
 
 Output run(Session & s, const std::string & prompt, GenerateOptions opts) {
-    Output            out;
-    std::atomic<bool> cancel{false};
-    auto tokens = s.model().tokenize(prompt, true, true);
-    out.result  = s.generate(tokens, opts, [&](std::string_view t) { out.text += t; ++out.pieces; }, cancel);
-    return out;
+    return fixtures::generate(s, s.model().tokenize(prompt, true, true), opts);
 }
 
 GenerateOptions greedy(int n) {

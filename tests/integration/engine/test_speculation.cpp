@@ -17,16 +17,10 @@ using namespace specd::engine;
 
 namespace {
 
-struct Output {
-    std::string    text;
-    GenerateResult result;
-};
+using fixtures::Output;
 
 Output run(Session & s, const std::vector<llama_token> & prompt, const GenerateOptions & opts) {
-    Output            out;
-    std::atomic<bool> cancel{false};
-    out.result = s.generate(prompt, opts, [&](std::string_view t) { out.text += t; }, cancel);
-    return out;
+    return fixtures::generate(s, prompt, opts);
 }
 
 ContextOptions ctx(int n_ctx = 512) {
