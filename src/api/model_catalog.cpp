@@ -168,10 +168,8 @@ void catalog_create(models::Store & store, const json & body, const std::functio
             }
         } else throw bad_request("license must be a string or a list of strings");
     }
-    models::CreateOptions opts;
-    opts.describe          = describe_gguf;
-    opts.progress          = progress;
-    opts.allow_local_files = false; // a client names stored models and uploaded blobs, never paths
+    models::CreateOptions opts = create_options(progress);
+    opts.allow_local_files     = false; // a client names stored models and uploaded blobs, never paths
     try {
         store.create(name, mf, store.root(), opts);
     } catch (const Error & e) {
@@ -188,6 +186,20 @@ models::ModelConfig describe_gguf(const std::filesystem::path & gguf) {
     c.model_type     = engine::format_parameter_count(info.n_params);
     c.file_type      = info.file_type;
     return c;
+}
+
+void check_draft_vocab(const std::filesystem::path & model_gguf, const std::filesystem::path & draft_gguf) {
+    if (auto why = engine::gguf_vocab_mismatch(model_gguf, draft_gguf); !why.empty()) {
+        throw bad_request("DRAFT cannot be used with this model: " + why);
+    }
+}
+
+models::CreateOptions create_options(std::function<void(const std::string &)> progress) {
+    models::CreateOptions opts;
+    opts.describe    = describe_gguf;
+    opts.check_draft = check_draft_vocab;
+    opts.progress    = std::move(progress);
+    return opts;
 }
 
 } // namespace specd::api

@@ -34,4 +34,11 @@ std::string bare_digest(const std::string & digest);
 // The config blob's details from a GGUF header (for create).
 models::ModelConfig describe_gguf(const std::filesystem::path & gguf);
 
+// Create-time check of a DRAFT: its vocabulary must be the model's (a 400 naming the
+// difference otherwise).
+void check_draft_vocab(const std::filesystem::path & model_gguf, const std::filesystem::path & draft_gguf);
+
+// The create options every create path uses: GGUF details and the DRAFT check.
+models::CreateOptions create_options(std::function<void(const std::string &)> progress);
+
 } // namespace specd::api

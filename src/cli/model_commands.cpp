@@ -138,9 +138,8 @@ int cmd_create(const Args & args) {
         ApiClient  c     = client();
         if (c.server_up()) return create_via_api(c, name, mf, dir);
         models::Store store(configured_models_dir());
-        models::CreateOptions opts;
-        opts.describe = api::describe_gguf;
-        opts.progress = [](const std::string & status) { std::fprintf(stderr, "%s\n", status.c_str()); };
+        const models::CreateOptions opts =
+            api::create_options([](const std::string & status) { std::fprintf(stderr, "%s\n", status.c_str()); });
         store.create(model, mf, dir, opts);
         std::fprintf(stderr, "success\n");
         return 0;

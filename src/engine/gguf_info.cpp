@@ -4,6 +4,7 @@
 #include "engine/llama_handles.h"
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 namespace specd::engine {
@@ -80,6 +81,41 @@ GgufInfo read_gguf_info(const std::filesystem::path & path) {
         info.file_type = ggml_type_name(gguf_get_tensor_type(ctx.get(), 0));
     }
     return info;
+}
+
+std::string gguf_vocab_mismatch(const std::filesystem::path & a, const std::filesystem::path & b) {
+    gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
+    gguf_ptr ga(gguf_init_from_file(a.c_str(), params));
+    gguf_ptr gb(gguf_init_from_file(b.c_str(), params));
+    if (!ga || !gb) return "a GGUF header cannot be read";
+    auto str = [](const gguf_context * g, const char * key) -> std::string {
+        const int64_t id = gguf_find_key(g, key);
+        return id >= 0 && gguf_get_kv_type(g, id) == GGUF_TYPE_STRING ? gguf_get_val_str(g, id) : "";
+    };
+    auto num = [](const gguf_context * g, const char * key) -> int64_t {
+        const int64_t id = gguf_find_key(g, key);
+        if (id < 0) return -1;
+        switch (gguf_get_kv_type(g, id)) {
+            case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, id);
+            case GGUF_TYPE_INT32: return gguf_get_val_i32(g, id);
+            default: return -1;
+        }
+    };
+    if (str(ga.get(), "tokenizer.ggml.model") != str(gb.get(), "tokenizer.ggml.model")) return "the tokenizer types differ";
+    for (const char * key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"}) {
+        if (num(ga.get(), key) != num(gb.get(), key)) return std::string("the special tokens differ (") + key + ")";
+    }
+    const int64_t ta = gguf_find_key(ga.get(), "tokenizer.ggml.tokens");
+    const int64_t tb = gguf_find_key(gb.get(), "tokenizer.ggml.tokens");
+    if (ta < 0 || tb < 0) return "a file has no vocabulary";
+    const size_t na = gguf_get_arr_n(ga.get(), ta), nb = gguf_get_arr_n(gb.get(), tb);
+    if (na != nb) return "the vocabularies have " + std::to_string(na) + " and " + std::to_string(nb) + " tokens";
+    for (size_t i = 0; i < na; ++i) {
+        if (std::strcmp(gguf_get_arr_str(ga.get(), ta, i), gguf_get_arr_str(gb.get(), tb, i)) != 0) {
+            return "token " + std::to_string(i) + " differs";
+        }
+    }
+    return "";
 }
 
 std::string format_parameter_count(uint64_t n) {

@@ -32,6 +32,10 @@ struct GgufInfo {
 // is not a GGUF file, or its header is corrupt.
 GgufInfo read_gguf_info(const std::filesystem::path & path);
 
+// Empty when two GGUF files carry the same tokenizer (model type, every token's text, BOS and
+// EOS), else what differs. Reads headers only.
+std::string gguf_vocab_mismatch(const std::filesystem::path & a, const std::filesystem::path & b);
+
 // "135.3M", "8.0B": Ollama's parameter_size style.
 std::string format_parameter_count(uint64_t n);
 

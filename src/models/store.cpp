@@ -829,6 +829,14 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
         } else {
             model_layer_of(*draft_src.model, "DRAFT model '" + *mf.draft + "'");
         }
+        if (options.check_draft) {
+            const fs::path model_gguf =
+                from.file ? *from.file : blob_path(model_layer_of(*from.model, "FROM model '" + mf.from[0] + "'").digest);
+            const fs::path draft_gguf =
+                draft_src.file ? *draft_src.file
+                               : blob_path(model_layer_of(*draft_src.model, "DRAFT model '" + *mf.draft + "'").digest);
+            options.check_draft(model_gguf, draft_gguf);
+        }
     }
 
     // Start from the base model's layers (FROM <model>) or a new GGUF (FROM <file>).

@@ -78,6 +78,10 @@ struct CreateOptions {
     // Fills the config blob's details (family, parameter count, quantization) from a GGUF's
     // header. The engine layer owns GGUF reading; unset leaves the details empty.
     std::function<ModelConfig(const std::filesystem::path & gguf)> describe;
+    // Checks that a DRAFT can serve FROM (same vocabulary) before anything is written;
+    // throws to refuse. Both arguments are GGUF files (a stored model's blob when the line
+    // names a model). Unset: no check.
+    std::function<void(const std::filesystem::path & model_gguf, const std::filesystem::path & draft_gguf)> check_draft;
     // Status lines in Ollama's create vocabulary ("using existing layer sha256:...", ...).
     std::function<void(const std::string & status)> progress;
 };

@@ -2,6 +2,9 @@
 // identical with drafting on and off at temperature 0, per-request and server-wide switches,
 // /metrics totals, and models with a DRAFT line created before and while the server runs.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe } from 'node:test';
 import { createModel, fixture, runCli, startServer, test, useServer } from './harness.mjs';
 
@@ -75,13 +78,27 @@ describe('speculation', () => {
     assert.match(show.modelfile, /^DRAFT /m);
   });
 
-  test('a draft with another vocabulary is a clear 400', async () => {
+  test('a draft with another vocabulary is refused at create, with and without a server', async () => {
     const { env, modelsDir, url } = h.srv;
-    await createModel(modelsDir, 'mismatch', { from: 'tiny.gguf', lines: [`DRAFT ${fixture('tiny-spm.gguf')}`], env });
-    const res = await fetch(`${url}/api/generate`, { method: 'POST',
-      body: JSON.stringify({ model: 'mismatch', prompt: 'x', stream: false, options: greedy(4) }) });
-    assert.equal(res.status, 400);
-    assert.match((await res.json()).error, /draft model cannot be used/);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-mismatch-'));
+    try {
+      const file = path.join(dir, 'Modelfile');
+      fs.writeFileSync(file, `FROM ${fixture('tiny.gguf')}\nDRAFT ${fixture('tiny-spm.gguf')}\n`);
+      // Through the running server (blobs + /api/create) ...
+      const viaServer = await runCli(['create', 'mismatch', '-f', file], { env });
+      assert.notEqual(viaServer.code, 0);
+      assert.match(viaServer.stderr, /DRAFT cannot be used with this model: .*tokens/);
+      // ... and straight into a store with no server.
+      const direct = await runCli(['create', 'mismatch', '-f', file],
+        { env: { SPECD_MODELS: dir, SPECD_HOST: '127.0.0.1:1' } });
+      assert.notEqual(direct.code, 0);
+      assert.match(direct.stderr, /DRAFT cannot be used with this model/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    const res = await fetch(`${url}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'mismatch' }) });
+    assert.equal(res.status, 404);
+    assert.ok(modelsDir);
   });
 });
 

@@ -570,3 +570,25 @@ TEST_F(StoreTest, WriteGuardHoldsOffCollection) {
     remover.join();
     EXPECT_TRUE(removed.load());
 }
+
+// The DRAFT check runs before anything is written, with both GGUF paths; a refusal leaves
+// the store untouched.
+TEST_F(StoreTest, DraftCheckRunsBeforeWriting) {
+    CreateOptions opts;
+    std::vector<std::pair<fs::path, fs::path>> seen;
+    opts.check_draft = [&](const fs::path & model, const fs::path & draft) {
+        seen.emplace_back(model, draft);
+        throw StoreError(ErrorKind::bad_request, "DRAFT cannot be used with this model: test");
+    };
+    auto [kind, msg] = error_of([&] { create("pair", "FROM ./tiny.gguf\nDRAFT ./draft.gguf\n", opts); });
+    EXPECT_EQ(kind, ErrorKind::bad_request);
+    EXPECT_EQ(msg, "DRAFT cannot be used with this model: test");
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].first.filename(), "tiny.gguf");
+    EXPECT_EQ(seen[0].second.filename(), "draft.gguf");
+    EXPECT_TRUE(store_->list().empty());
+    EXPECT_EQ(count_files(root_ / "blobs"), 0u);
+
+    opts.check_draft = [&](const fs::path &, const fs::path &) {};
+    EXPECT_NO_THROW(create("pair", "FROM ./tiny.gguf\nDRAFT ./draft.gguf\n", opts));
+}
