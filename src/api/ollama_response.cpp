@@ -34,10 +34,10 @@ json final_chunk(const std::string & model, const scheduler::DoneInfo & d, bool 
     if (!chat && (d.reason == DoneReason::stop || d.reason == DoneReason::length)) j["context"] = d.context;
     j["total_duration"]       = d.total_ns;
     j["load_duration"]        = d.load_ns;
-    j["prompt_eval_count"]    = d.prompt_eval_count;
-    j["prompt_eval_duration"] = d.prompt_eval_ns;
-    j["eval_count"]           = d.eval_count;
-    j["eval_duration"]        = d.eval_ns;
+    j["prompt_eval_count"]    = d.stats.prompt_eval_count;
+    j["prompt_eval_duration"] = d.stats.prompt_eval_ns;
+    j["eval_count"]           = d.stats.eval_count;
+    j["eval_duration"]        = d.stats.eval_ns;
     if (d.reason == DoneReason::stop || d.reason == DoneReason::length) j["speculation"] = speculation_json(d.speculation);
     return j;
 }

@@ -51,6 +51,14 @@ struct GenerateOptions {
     std::optional<int32_t>   draft_fixed_k;
 };
 
+// Counts and timings of one generation, as Ollama's final object reports them.
+struct GenerateStats {
+    int32_t prompt_eval_count = 0; // prompt tokens evaluated (not counting reused ones)
+    int64_t prompt_eval_ns    = 0;
+    int32_t eval_count        = 0; // tokens generated
+    int64_t eval_ns           = 0;
+};
+
 enum class DoneReason { stop, length, load, unload };
 
 inline const char * done_reason_name(DoneReason r) {

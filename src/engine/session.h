@@ -17,13 +17,6 @@
 
 namespace specd::engine {
 
-struct GenerateStats {
-    int32_t prompt_eval_count = 0; // prompt tokens evaluated (not counting reused ones)
-    int64_t prompt_eval_ns    = 0;
-    int32_t eval_count        = 0; // tokens generated
-    int64_t eval_ns           = 0;
-};
-
 struct GenerateResult {
     DoneReason               reason = DoneReason::stop;
     GenerateStats            stats;

@@ -15,10 +15,7 @@ namespace specd::scheduler {
 
 struct DoneInfo {
     DoneReason           reason = DoneReason::stop;
-    int32_t              prompt_eval_count = 0;
-    int64_t              prompt_eval_ns    = 0;
-    int32_t              eval_count        = 0;
-    int64_t              eval_ns           = 0;
+    GenerateStats        stats;
     int64_t              load_ns           = 0;
     int64_t              total_ns          = 0;
     std::vector<int32_t> context;

@@ -126,8 +126,8 @@ void record(const DoneInfo & done) {
     auto & m = metrics::server_metrics();
     const auto & s = done.speculation;
     m.requests_total.add();
-    m.prompt_tokens_total.add(done.prompt_eval_count);
-    m.generated_tokens_total.add(done.eval_count);
+    m.prompt_tokens_total.add(done.stats.prompt_eval_count);
+    m.generated_tokens_total.add(done.stats.eval_count);
     m.spec_rounds_total.add(s.rounds);
     m.spec_drafted_total.add(s.drafted);
     m.spec_accepted_total.add(s.accepted);
@@ -157,10 +157,7 @@ void Runner::run(Job & job) {
                 [&](std::string_view text) { job.events.push({Event::Kind::text, std::string(text), {}, {}}); },
                 job.cancel);
             done.reason            = result.reason;
-            done.prompt_eval_count = result.stats.prompt_eval_count;
-            done.prompt_eval_ns    = result.stats.prompt_eval_ns;
-            done.eval_count        = result.stats.eval_count;
-            done.eval_ns           = result.stats.eval_ns;
+            done.stats             = result.stats;
             done.context.assign(result.context.begin(), result.context.end());
             done.speculation = std::move(result.speculation);
             done.k_histogram = std::move(result.k_histogram);

@@ -97,10 +97,10 @@ TEST_F(StoreTest, DefaultRootPrecedence) {
         return v ? std::optional<std::string>(v) : std::nullopt;
     };
     const auto specd = save("SPECD_MODELS"), ollama = save("OLLAMA_MODELS"), home = save("HOME");
-    ::setenv("HOME", "/home/someone", 1);
+    ::setenv("HOME", "/users/someone", 1);
     ::unsetenv("SPECD_MODELS");
     ::unsetenv("OLLAMA_MODELS");
-    EXPECT_EQ(Store::default_root(), fs::path("/home/someone/.specd/models"));
+    EXPECT_EQ(Store::default_root(), fs::path("/users/someone/.specd/models"));
     ::setenv("OLLAMA_MODELS", "/srv/ollama", 1);
     EXPECT_EQ(Store::default_root(), fs::path("/srv/ollama"));
     ::setenv("SPECD_MODELS", "/srv/specd", 1);
