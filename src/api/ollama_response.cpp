@@ -38,7 +38,12 @@ json final_chunk(const std::string & model, const scheduler::DoneInfo & d, bool 
     j["prompt_eval_duration"] = d.stats.prompt_eval_ns;
     j["eval_count"]           = d.stats.eval_count;
     j["eval_duration"]        = d.stats.eval_ns;
-    if (d.reason == DoneReason::stop || d.reason == DoneReason::length) j["speculation"] = speculation_json(d.speculation);
+    if (d.reason == DoneReason::stop || d.reason == DoneReason::length) {
+        j["speculation"] = speculation_json(d.speculation);
+        const auto & g   = d.grammar_drafts;
+        j["speculation"]["grammar_truncated"]      = {{"rounds", g.truncated_rounds}, {"tokens", g.truncated_tokens}};
+        j["speculation"]["grammar_no_legal_draft"] = g.no_legal_draft;
+    }
     return j;
 }
 

@@ -59,6 +59,13 @@ struct GenerateStats {
     int64_t eval_ns           = 0;
 };
 
+// Drafts under a grammar (`format`): runs cut at their first illegal token.
+struct GrammarDraftStats {
+    int64_t truncated_rounds = 0; // rounds whose draft was cut
+    int64_t truncated_tokens = 0; // draft tokens cut
+    int64_t no_legal_draft   = 0; // rounds whose draft was illegal from its first token
+};
+
 enum class DoneReason { stop, length, load, unload };
 
 inline const char * done_reason_name(DoneReason r) {

@@ -74,6 +74,22 @@ spec::TokenDist Sampler::distribution(llama_context * ctx, int32_t idx) {
     return d;
 }
 
+size_t Sampler::legal_prefix(std::span<const llama_token> tokens) const {
+    if (!grammar_ || tokens.empty()) return tokens.size();
+    sampler_ptr g(llama_sampler_clone(grammar_.get()));
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        // A one-candidate apply is the cheap check (microseconds, FACTS.md); the grammar
+        // marks an illegal token with -inf. Accepting only legal tokens also keeps clear of
+        // llama.cpp's abort on an EOG the grammar cannot end on.
+        llama_token_data       d{tokens[i], 0.0f, 0.0f};
+        llama_token_data_array arr{&d, 1, -1, false};
+        llama_sampler_apply(g.get(), &arr);
+        if (std::isinf(d.logit)) return i;
+        llama_sampler_accept(g.get(), tokens[i]);
+    }
+    return tokens.size();
+}
+
 void Sampler::accept(llama_token token) {
     if (grammar_) llama_sampler_accept(grammar_.get(), token);
     llama_sampler_accept(chain_.get(), token);

@@ -29,6 +29,10 @@ class Sampler {
     // Records a chosen token: advances the grammar and the penalties' history.
     void accept(llama_token token);
 
+    // How many of `tokens`, in order from the current state, the grammar allows (all of them
+    // without a grammar). Checks a copy: the sampler itself does not advance.
+    size_t legal_prefix(std::span<const llama_token> tokens) const;
+
     bool greedy() const { return greedy_; }
     bool constrained() const { return grammar_ != nullptr; }
 

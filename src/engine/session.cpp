@@ -260,6 +260,17 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
             history_buf.push_back(last);
             proposal = drafters_.propose(history_buf, k, rng);
             check_cancel();
+            // Under a grammar a draft is cut at its first illegal token: verifying it would
+            // only cost positions the target is sure to reject.
+            const size_t legal = sampler.legal_prefix(proposal.tokens);
+            if (legal < proposal.tokens.size()) {
+                auto & g = result.grammar_drafts;
+                if (legal == 0) ++g.no_legal_draft;
+                else ++g.truncated_rounds;
+                g.truncated_tokens += static_cast<int64_t>(proposal.tokens.size() - legal);
+                proposal.tokens.resize(legal);
+                proposal.dists.resize(legal);
+            }
         }
         const auto &  drafts = proposal.tokens;
         const auto &  dists  = proposal.dists;

@@ -21,6 +21,7 @@ struct GenerateResult {
     DoneReason               reason = DoneReason::stop;
     GenerateStats            stats;
     spec::DepthStats         speculation;
+    GrammarDraftStats        grammar_drafts;
     std::vector<int64_t>     k_histogram; // [k]: rounds that drafted k tokens
     std::vector<llama_token> context; // prompt + generated tokens, Ollama's `context`
 };

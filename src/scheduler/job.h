@@ -20,6 +20,7 @@ struct DoneInfo {
     int64_t              total_ns          = 0;
     std::vector<int32_t> context;
     spec::DepthStats     speculation;
+    GrammarDraftStats    grammar_drafts;
     std::vector<int64_t> k_histogram; // [k]: rounds that drafted k tokens
 };
 

@@ -159,7 +159,8 @@ void Runner::run(Job & job) {
             done.reason            = result.reason;
             done.stats             = result.stats;
             done.context.assign(result.context.begin(), result.context.end());
-            done.speculation = std::move(result.speculation);
+            done.speculation    = std::move(result.speculation);
+            done.grammar_drafts = result.grammar_drafts;
             done.k_histogram = std::move(result.k_histogram);
         }
         done.total_ns = now_ns() - job.enqueued_ns;

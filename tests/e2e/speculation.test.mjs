@@ -18,6 +18,9 @@ function checkCounters(s) {
     assert.ok(s[k] >= 0, `speculation.${k} >= 0`);
   }
   assert.ok(Array.isArray(s.accepted_per_position));
+  assert.equal(typeof s.grammar_truncated?.rounds, 'number');
+  assert.equal(typeof s.grammar_truncated?.tokens, 'number');
+  assert.equal(typeof s.grammar_no_legal_draft, 'number');
   assert.ok(s.accepted <= s.drafted);
   assert.ok(s.rounds >= 1);
 }
@@ -49,6 +52,23 @@ describe('speculation', () => {
     const off = await client.chat({ model: 'pair', messages: [{ role: 'user', content: 'hi' }], stream: false,
       options: greedy(24, { draft_num_predict: 0 }) });
     assert.equal(text, off.message.content);
+  });
+
+  test('format: grammar counters are reported and the answer is unchanged by drafting', async () => {
+    const { client } = h.srv;
+    const format = { type: 'object', properties: { n: { type: 'integer' }, ok: { type: 'boolean' } }, required: ['n', 'ok'] };
+    const on = await client.generate({ model: 'pair', prompt: 'Answer:', format, stream: false, options: greedy(120) });
+    const off = await client.generate({ model: 'pair', prompt: 'Answer:', format, stream: false,
+      options: greedy(120, { draft_num_predict: 0 }) });
+    checkCounters(on.speculation);
+    assert.equal(on.response, off.response);
+    assert.equal(on.done_reason, 'stop');
+    const j = JSON.parse(on.response);
+    assert.equal(typeof j.n, 'number');
+    assert.equal(typeof j.ok, 'boolean');
+    // Drafting off drafts nothing, so nothing can have been cut.
+    assert.equal(off.speculation.grammar_truncated.tokens, 0);
+    assert.equal(off.speculation.grammar_no_legal_draft, 0);
   });
 
   test('prompt lookup drafts on a model without a draft', async () => {

@@ -3,6 +3,7 @@
 // has the same distribution, and the KV cache after any mix of accepts and rejects equals a
 // fresh computation.
 #include "core/error.h"
+#include "engine/sampler.h"
 #include "engine/session.h"
 #include "grammar/json_schema.h"
 #include "fixtures.h"
@@ -207,9 +208,9 @@ TEST(Speculation, DraftWithAnotherVocabularyIsRefused) {
     }
 }
 
-// End of generation inside a round: under a JSON grammar that is not ended early, once the
-// object is closed only whitespace and EOG are legal, and the target's EOG arrives as the
-// correction or bonus token of a drafted round.
+// End of generation while drafting: under a JSON grammar that is not ended early, once the
+// object is closed only whitespace and EOG are legal; the target's EOG ends the answer in a
+// round whose drafts were verified or cut by the grammar.
 TEST(Speculation, EndOfGenerationInsideARound) {
     auto    target = fixtures::shared_model("pair-target.gguf");
     auto    draft  = fixtures::shared_model("pair-draft.gguf");
@@ -226,7 +227,7 @@ TEST(Speculation, EndOfGenerationInsideARound) {
     EXPECT_EQ(b.result.reason, a.result.reason);
     EXPECT_EQ(a.result.reason, DoneReason::stop) << "the grammar leaves EOG as the way out: " << a.text;
     EXPECT_LT(a.result.stats.eval_count, 300);
-    EXPECT_GT(b.result.speculation.drafted, 0);
+    EXPECT_GT(b.result.speculation.drafted + b.result.grammar_drafts.truncated_tokens, 0);
 }
 
 // The controller's own schedule on a pair where drafting does not pay: it parks at depth 0
@@ -243,4 +244,52 @@ TEST(Speculation, AdaptiveDepthWithSparseProbesKeepsOutputIdentical) {
     EXPECT_EQ(b.text, a.text);
     EXPECT_GT(b.result.speculation.probes + b.result.speculation.drafted, 0);
     EXPECT_GT(b.result.speculation.zero_k_rounds, 0);
+}
+
+// Under a grammar, drafts are cut at their first illegal token (the draft model does not
+// know the grammar), the cut is counted, and the answer is still the plain one.
+TEST(Speculation, DraftsAreCutAtTheFirstIllegalToken) {
+    auto    target = fixtures::shared_model("pair-target.gguf");
+    auto    draft  = fixtures::shared_model("pair-draft.gguf");
+    Session plain(target, ctx());
+    Session spec(target, ctx(), draft);
+    const auto tokens = target->tokenize("Answer:", true, true);
+    auto opts    = greedy(120, 0);
+    opts.grammar = grammar::schema_to_grammar(
+        R"({"type":"object","properties":{"n":{"type":"integer"},"ok":{"type":"boolean"}},"required":["n","ok"]})");
+    opts.end_on_complete_json = true;
+    const auto a = run(plain, tokens, opts);
+    opts.draft_fixed_k = 4;
+    const auto b = run(spec, tokens, opts);
+    EXPECT_EQ(b.text, a.text);
+    const auto & g = b.result.grammar_drafts;
+    EXPECT_GT(g.truncated_tokens, 0);
+    EXPECT_GT(g.truncated_rounds + g.no_legal_draft, 0);
+    EXPECT_EQ(a.result.grammar_drafts.truncated_tokens, 0); // nothing drafted, nothing cut
+}
+
+TEST(Speculation, LegalPrefixFollowsTheGrammar) {
+    auto model = fixtures::shared_model("tiny.gguf");
+    const std::string schema =
+        R"({"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"],"additionalProperties":false})";
+    // A legal run: what the model generates under the grammar (tokenizing JSON text in
+    // isolation would add the tokenizer's leading space, which the grammar does not allow).
+    Session s(model, ctx());
+    auto    opts = greedy(60, 0);
+    opts.grammar              = grammar::schema_to_grammar(schema);
+    opts.end_on_complete_json = true;
+    const auto prompt = model->tokenize("Answer:", true, true);
+    const auto out    = run(s, prompt, opts);
+    ASSERT_EQ(out.result.reason, DoneReason::stop) << out.text;
+    const std::vector<llama_token> good(out.result.context.begin() + prompt.size(), out.result.context.end());
+    ASSERT_GE(good.size(), 3u);
+
+    Sampler sampler(model->vocab(), SamplingOptions{}, grammar::schema_to_grammar(schema));
+    EXPECT_EQ(sampler.legal_prefix(good), good.size());
+    // After the opening brace only a key (or whitespace) may follow, never a word.
+    std::vector<llama_token> bad{good[0]};
+    for (auto t : model->tokenize("Hello", false, false)) bad.push_back(t);
+    EXPECT_EQ(sampler.legal_prefix(bad), 1u);
+    // Checking did not advance the sampler: the legal run still checks from the start.
+    EXPECT_EQ(sampler.legal_prefix(good), good.size());
 }
