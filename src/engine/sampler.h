@@ -37,6 +37,9 @@ class Sampler {
     bool constrained() const { return grammar_ != nullptr; }
 
   private:
+    // Whether the grammar allows `token` next (requires a grammar).
+    bool legal_now(llama_token token) const;
+
     const llama_vocab *           vocab_;
     bool                          greedy_;
     sampler_ptr                   grammar_;

@@ -293,3 +293,55 @@ TEST(Speculation, LegalPrefixFollowsTheGrammar) {
     // Checking did not advance the sampler: the legal run still checks from the start.
     EXPECT_EQ(sampler.legal_prefix(good), good.size());
 }
+
+// The greedy sampler checks one token against the grammar and masks the vocabulary only
+// when that token is illegal. Reference: the same positions teacher-forced through a fresh
+// context, each argmax taken over the fully masked vocabulary. Two grammars: a JSON schema
+// (a random model's favourite token is almost never legal there) and "no vowels" (it often
+// is), so both paths are taken.
+TEST(Speculation, GreedyGrammarShortcutMatchesTheFullMask) {
+    auto model = fixtures::shared_model("tiny.gguf");
+    const std::vector<std::pair<std::string, bool>> grammars = {
+        {grammar::schema_to_grammar(
+             R"({"type":"object","properties":{"n":{"type":"integer"},"tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":3}},"required":["n","tags"]})"),
+         true},
+        {R"(root ::= [^aeiouAEIOU]*)", false},
+    };
+    int masked = 0, shortcut = 0;
+    for (const auto & [gbnf, json] : grammars) {
+        Session s(model, ctx());
+        auto    opts = greedy(60, 0);
+        opts.grammar              = gbnf;
+        opts.end_on_complete_json = json;
+        const auto prompt = model->tokenize("Answer:", true, true);
+        const auto out    = run(s, prompt, opts);
+        const std::vector<llama_token> & all = out.result.context; // prompt + answer
+        ASSERT_GT(all.size(), prompt.size() + 5);
+
+        llama_context_params cp = llama_context_default_params();
+        cp.n_ctx = cp.n_batch = cp.n_ubatch = 512;
+        context_ptr ref(llama_init_from_model(model->get(), cp));
+        ASSERT_TRUE(ref);
+        Batch batch(static_cast<int32_t>(all.size()), 1);
+        for (size_t i = 0; i < all.size(); ++i) batch.add(all[i], static_cast<llama_pos>(i), 0, i + 1 >= prompt.size());
+        ASSERT_EQ(llama_decode(ref.get(), batch.get()), 0);
+
+        sampler_ptr   grammar(llama_sampler_init_grammar(model->vocab(), gbnf.c_str(), "root"));
+        const int32_t n_vocab = llama_vocab_n_tokens(model->vocab());
+        std::vector<llama_token_data> cur(n_vocab);
+        const auto by_logit = [](const llama_token_data & a, const llama_token_data & b) { return a.logit < b.logit; };
+        for (size_t pos = prompt.size(); pos < all.size(); ++pos) {
+            const float * logits = llama_get_logits_ith(ref.get(), static_cast<int32_t>(pos - 1));
+            for (llama_token t = 0; t < n_vocab; ++t) cur[t] = {t, logits[t], 0.0f};
+            llama_token_data_array arr{cur.data(), cur.size(), -1, false};
+            const llama_token raw_best = std::max_element(cur.begin(), cur.end(), by_logit)->id;
+            llama_sampler_apply(grammar.get(), &arr);
+            const llama_token best = std::max_element(cur.begin(), cur.end(), by_logit)->id;
+            (raw_best == best ? shortcut : masked)++;
+            EXPECT_EQ(all[pos], best) << "position " << pos - prompt.size();
+            llama_sampler_accept(grammar.get(), best);
+        }
+    }
+    EXPECT_GT(masked, 0);
+    EXPECT_GT(shortcut, 0);
+}
