@@ -1,5 +1,6 @@
 #include "api/server.h"
 
+#include "api/access.h"
 #include "api/json_input.h"
 #include "api/ollama_request.h"
 #include "api/ollama_response.h"
@@ -90,6 +91,20 @@ void Server::register_routes() {
     // they are read.
     s.set_payload_max_length(std::numeric_limits<size_t>::max());
     s.set_pre_routing_handler([this](const httplib::Request & req, httplib::Response & res) {
+        // A page on another site can make a browser send requests to 127.0.0.1 under a
+        // name it controls (DNS rebinding): a loopback-bound server only answers local names.
+        if (is_loopback(cfg_.host) && !host_header_allowed(req.get_header_value("Host"))) {
+            send_json(res, 403, error_body("forbidden: the Host header does not name this machine"));
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        // Health checks ("/", the version) stay open: they say nothing about models or data.
+        const bool health = req.path == "/" || req.path == "/api/version";
+        if (!cfg_.api_key.empty() && req.method != "OPTIONS" && !health &&
+            !api_key_matches(req.get_header_value("Authorization"), cfg_.api_key)) {
+            res.set_header("WWW-Authenticate", "Bearer");
+            send_json(res, 401, error_body("unauthorized: a valid API key is required (Authorization: Bearer ...)"));
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (req.path.rfind("/api/blobs/", 0) == 0) return httplib::Server::HandlerResponse::Unhandled;
         const auto len = req.get_header_value_u64("Content-Length");
         if (len > cfg_.max_body_bytes) {

@@ -24,6 +24,7 @@ struct ServerConfig {
     int32_t               default_num_ctx = 4096;      // fixed, never derived from memory size
     std::string           origins;                     // SPECD_ORIGINS: extra allowed CORS origins
     bool                  no_draft = false;            // --no-draft / SPECD_NO_DRAFT: speculation off
+    std::string           api_key;                     // SPECD_API_KEY: required as a Bearer token
     scheduler::SchedulerConfig scheduler;
 };
 

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -12,6 +13,8 @@ ApiClient::ApiClient(const std::string & host, int port) {
     const std::string target = (host == "0.0.0.0" || host.empty()) ? "127.0.0.1" : host == "::" ? "::1" : host;
     http_ = std::make_unique<httplib::Client>(target, port);
     http_->set_connection_timeout(2);
+    // A server started with SPECD_API_KEY wants it on every request; the CLI shares the env.
+    if (const char * key = std::getenv("SPECD_API_KEY"); key && *key) http_->set_bearer_token_auth(key);
     http_->set_read_timeout(3600);
 }
 

@@ -3,6 +3,7 @@
 #include "core/settings.h"
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <pthread.h>
 #include <thread>
@@ -40,6 +41,7 @@ int cmd_serve(const Args & args) {
         cfg.port = hp.port;
         if (cfg.models_dir.empty()) cfg.models_dir = configured_models_dir();
         if (auto v = setting("ORIGINS")) cfg.origins = *v;
+        if (const char * key = std::getenv("SPECD_API_KEY"); key && *key) cfg.api_key = key;
         if (auto v = setting("NO_DRAFT"); v && *v != "0" && *v != "false") cfg.no_draft = true;
         if (auto v = setting("MAX_QUEUE")) cfg.scheduler.max_queue = std::stoul(*v);
         if (auto v = setting("CONTEXT_LENGTH")) cfg.default_num_ctx = std::stoi(*v);
