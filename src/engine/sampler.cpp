@@ -86,24 +86,29 @@ spec::TokenDist Sampler::distribution(llama_context * ctx, int32_t idx) {
     return d;
 }
 
-bool Sampler::legal_now(llama_token token) const {
+namespace {
+
+// Whether `grammar` allows `token` next: a one-candidate apply, the cheap check
+// (microseconds, FACTS.md); the grammar marks an illegal token with -inf. Applying does not
+// advance the grammar.
+bool grammar_allows(llama_sampler * grammar, llama_token token) {
     llama_token_data       d{token, 0.0f, 0.0f};
     llama_token_data_array one{&d, 1, -1, false};
-    llama_sampler_apply(grammar_.get(), &one); // applying does not advance the grammar
+    llama_sampler_apply(grammar, &one);
     return !std::isinf(d.logit);
 }
+
+} // namespace
+
+bool Sampler::legal_now(llama_token token) const { return grammar_allows(grammar_.get(), token); }
 
 size_t Sampler::legal_prefix(std::span<const llama_token> tokens) const {
     if (!grammar_ || tokens.empty()) return tokens.size();
     sampler_ptr g(llama_sampler_clone(grammar_.get()));
     for (size_t i = 0; i < tokens.size(); ++i) {
-        // A one-candidate apply is the cheap check (microseconds, FACTS.md); the grammar
-        // marks an illegal token with -inf. Accepting only legal tokens also keeps clear of
-        // llama.cpp's abort on an EOG the grammar cannot end on.
-        llama_token_data       d{tokens[i], 0.0f, 0.0f};
-        llama_token_data_array arr{&d, 1, -1, false};
-        llama_sampler_apply(g.get(), &arr);
-        if (std::isinf(d.logit)) return i;
+        // Accepting only legal tokens also keeps clear of llama.cpp's abort on an EOG the
+        // grammar cannot end on.
+        if (!grammar_allows(g.get(), tokens[i])) return i;
         llama_sampler_accept(g.get(), tokens[i]);
     }
     return tokens.size();

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/llama_handles.h"
+
 #include <llama-cpp.h>
 
 #include <algorithm>
@@ -15,15 +17,6 @@
 #include <vector>
 
 namespace {
-
-// llama_batch owns malloc'd arrays; freed on every path out of a test.
-struct batch_owner {
-    llama_batch batch;
-    explicit batch_owner(int32_t n_tokens) : batch(llama_batch_init(n_tokens, 0, 1)) {}
-    ~batch_owner() { llama_batch_free(batch); }
-    batch_owner(const batch_owner &) = delete;
-    batch_owner & operator=(const batch_owner &) = delete;
-};
 
 std::string fixture_path(const char * name) {
     const char * dir = std::getenv("SPECD_FIXTURES");
@@ -62,17 +55,9 @@ llama_token argmax(const float * logits, int32_t n_vocab) {
 // Greedy choice after every position of `tokens`, all in one teacher-forced batch.
 std::vector<llama_token> greedy_choices(llama_model * model, const std::vector<llama_token> & tokens) {
     llama_context_ptr ctx = context(model, uint32_t(tokens.size()));
-    batch_owner owner(int32_t(tokens.size()));
-    llama_batch & batch = owner.batch;
-    for (size_t i = 0; i < tokens.size(); ++i) {
-        batch.token[i]     = tokens[i];
-        batch.pos[i]       = llama_pos(i);
-        batch.n_seq_id[i]  = 1;
-        batch.seq_id[i][0] = 0;
-        batch.logits[i]    = true;
-    }
-    batch.n_tokens = int32_t(tokens.size());
-    if (!ctx || llama_decode(ctx.get(), batch) != 0) {
+    specd::engine::Batch batch(int32_t(tokens.size()), 1);
+    for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], llama_pos(i), 0, true);
+    if (!ctx || llama_decode(ctx.get(), batch.get()) != 0) {
         ADD_FAILURE() << "decode failed";
         return {};
     }
