@@ -17,16 +17,19 @@ namespace {
 
 constexpr auto k_poll = std::chrono::milliseconds(100);
 
+// Model output may hold bytes that are not UTF-8: replaced, never a throw mid-response.
+std::string serialise(const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 void send_json(httplib::Response & res, int status, const json & body) {
     res.status = status;
-    res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json; charset=utf-8");
+    res.set_content(serialise(body), "application/json; charset=utf-8");
 }
 
 void send_error(httplib::Response & res, ErrorKind kind, const std::string & message) {
     send_json(res, http_status(kind), error_body(message));
 }
 
-std::string ndjson_line(const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
+std::string ndjson_line(const json & j) { return serialise(j) + "\n"; }
 
 // Waits for the job's next event, cancelling it if the client goes away meanwhile. The
 // client is checked every k_poll even while events keep coming (a non-streaming answer
