@@ -41,8 +41,12 @@ json final_chunk(const std::string & model, const scheduler::DoneInfo & d, bool 
     if (d.reason == DoneReason::stop || d.reason == DoneReason::length) {
         j["speculation"] = speculation_json(d.speculation);
         const auto & g   = d.grammar_drafts;
-        j["speculation"]["grammar_truncated"]      = {{"rounds", g.truncated_rounds}, {"tokens", g.truncated_tokens}};
-        j["speculation"]["grammar_no_legal_draft"] = g.no_legal_draft;
+        auto &       s   = j["speculation"];
+        s["forced"]                   = g.forced;
+        s["forced_accepted"]          = g.forced_accepted;
+        s["grammar_truncated"]        = g.truncated_tokens;
+        s["grammar_truncated_rounds"] = g.truncated_rounds;
+        s["grammar_no_legal_draft"]   = g.no_legal_draft;
     }
     return j;
 }

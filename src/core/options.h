@@ -59,8 +59,11 @@ struct GenerateStats {
     int64_t eval_ns           = 0;
 };
 
-// Drafts under a grammar (`format`): runs cut at their first illegal token.
+// Drafting under a grammar (`format`): text the grammar forces, proposed at no cost, and
+// drafter runs cut at their first illegal token.
 struct GrammarDraftStats {
+    int64_t forced           = 0; // tokens proposed from forced text
+    int64_t forced_accepted  = 0; // of those, accepted by the target
     int64_t truncated_rounds = 0; // rounds whose draft was cut
     int64_t truncated_tokens = 0; // draft tokens cut
     int64_t no_legal_draft   = 0; // rounds whose draft was illegal from its first token

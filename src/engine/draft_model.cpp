@@ -68,7 +68,8 @@ bool DraftModel::decode() {
     return false;
 }
 
-spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int k, spec::Rng & rng) {
+spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int k, spec::Rng & rng,
+                                   const grammar::Constraint * constraint) {
     spec::Proposal out;
     if (k <= 0 || history.empty() || !sampler_) return out;
     Sampler & sampler = *sampler_;
@@ -109,10 +110,12 @@ spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int 
         cached_.insert(cached_.end(), history.begin() + base_ + cached_.size(), history.begin() + i);
     }
 
+    sampler.set_constraint(constraint ? std::make_unique<grammar::Constraint>(constraint->clone()) : nullptr);
     for (int j = 0; j < k; ++j) {
         spec::TokenDist q = sampler.distribution(ctx_.get(), idx);
         const llama_token t = sampler.greedy() ? q.ids[0] : q.draw(spec::uniform01(rng));
         if (model_->is_eog(t)) break; // the target decides where the answer ends
+        if (j + 1 < k) sampler.accept(t); // the grammar copy follows the draft
         out.tokens.push_back(t);
         out.dists.push_back(std::move(q));
         if (j + 1 == k) break;

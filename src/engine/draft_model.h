@@ -20,12 +20,15 @@ class DraftModel final : public spec::Drafter {
     // Throws specd::Error(bad_request) when the draft's vocabulary differs from the target's.
     DraftModel(std::shared_ptr<Model> draft, const Model & target, uint32_t n_ctx, int32_t n_batch);
 
-    // Per request: how the draft samples (the target's options without penalties or grammar:
-    // any distribution is exact under verification, only the acceptance rate depends on it),
+    // Per request: how the draft samples (the target's options without penalties: any
+    // distribution is exact under verification, only the acceptance rate depends on it),
     // and the flag that cancels it.
     void begin_request(const SamplingOptions & sampling, const std::atomic<bool> * cancel);
 
-    spec::Proposal propose(std::span<const spec::token_id> history, int k, spec::Rng & rng) override;
+    // Samples under a copy of `constraint` when there is one: a draft that keeps to the
+    // grammar is not cut, and its distribution q is the masked one the target compares with.
+    spec::Proposal propose(std::span<const spec::token_id> history, int k, spec::Rng & rng,
+                           const grammar::Constraint * constraint) override;
 
     const Model & model() const { return *model_; }
 

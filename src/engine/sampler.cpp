@@ -13,10 +13,7 @@ spec::Rng make_rng(int64_t seed) {
 
 Sampler::Sampler(const llama_vocab * vocab, const SamplingOptions & o, const std::string & grammar, bool penalties) :
     vocab_(vocab), greedy_(o.temperature <= 0.0f) {
-    if (!grammar.empty()) {
-        grammar_.reset(llama_sampler_init_grammar(vocab, grammar.c_str(), "root"));
-        if (!grammar_) throw bad_request("invalid grammar for format");
-    }
+    if (!grammar.empty()) constraint_ = std::make_unique<grammar::Constraint>(vocab, grammar);
     chain_.reset(llama_sampler_chain_init(llama_sampler_chain_default_params()));
     auto * c = chain_.get();
     const bool penalize = penalties && o.repeat_last_n != 0 &&
@@ -60,14 +57,14 @@ spec::TokenDist Sampler::distribution(llama_context * ctx, int32_t idx) {
         // instead of a full-vocabulary mask (milliseconds, FACTS.md) at most positions.
         llama_sampler_apply(chain_.get(), &arr);
         const llama_token best = argmax();
-        if (!grammar_ || legal_now(best)) return spec::TokenDist::point(best);
-        llama_sampler_apply(grammar_.get(), &arr);
+        if (!constraint_ || constraint_->allows(best)) return spec::TokenDist::point(best);
+        constraint_->apply(arr);
         return spec::TokenDist::point(argmax());
     }
 
     // The grammar masks illegal tokens to -inf before anything else sees them, so only a
     // legal token can be drawn and end-of-generation only where the grammar is complete.
-    if (grammar_) llama_sampler_apply(grammar_.get(), &arr);
+    if (constraint_) constraint_->apply(arr);
     llama_sampler_apply(chain_.get(), &arr);
 
     spec::TokenDist d;
@@ -86,36 +83,12 @@ spec::TokenDist Sampler::distribution(llama_context * ctx, int32_t idx) {
     return d;
 }
 
-namespace {
-
-// Whether `grammar` allows `token` next: a one-candidate apply, the cheap check
-// (microseconds, FACTS.md); the grammar marks an illegal token with -inf. Applying does not
-// advance the grammar.
-bool grammar_allows(llama_sampler * grammar, llama_token token) {
-    llama_token_data       d{token, 0.0f, 0.0f};
-    llama_token_data_array one{&d, 1, -1, false};
-    llama_sampler_apply(grammar, &one);
-    return !std::isinf(d.logit);
-}
-
-} // namespace
-
-bool Sampler::legal_now(llama_token token) const { return grammar_allows(grammar_.get(), token); }
-
 size_t Sampler::legal_prefix(std::span<const llama_token> tokens) const {
-    if (!grammar_ || tokens.empty()) return tokens.size();
-    sampler_ptr g(llama_sampler_clone(grammar_.get()));
-    for (size_t i = 0; i < tokens.size(); ++i) {
-        // Accepting only legal tokens also keeps clear of llama.cpp's abort on an EOG the
-        // grammar cannot end on.
-        if (!grammar_allows(g.get(), tokens[i])) return i;
-        llama_sampler_accept(g.get(), tokens[i]);
-    }
-    return tokens.size();
+    return constraint_ ? constraint_->legal_prefix(tokens) : tokens.size();
 }
 
 void Sampler::accept(llama_token token) {
-    if (grammar_) llama_sampler_accept(grammar_.get(), token);
+    if (constraint_) constraint_->accept(token);
     llama_sampler_accept(chain_.get(), token);
 }
 

@@ -5,8 +5,10 @@
 // draft's; drawing from it uses the request's own seeded generator.
 #include "core/options.h"
 #include "engine/llama_handles.h"
+#include "grammar/constraint.h"
 #include "spec/token_dist.h"
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,19 +32,19 @@ class Sampler {
     void accept(llama_token token);
 
     // How many of `tokens`, in order from the current state, the grammar allows (all of them
-    // without a grammar). Checks a copy: the sampler itself does not advance.
+    // without a grammar). Does not advance.
     size_t legal_prefix(std::span<const llama_token> tokens) const;
 
     bool greedy() const { return greedy_; }
-    bool constrained() const { return grammar_ != nullptr; }
+    // The grammar's current state; null when unconstrained.
+    const grammar::Constraint * constraint() const { return constraint_.get(); }
+    // Replaces the grammar (a draft model samples under a copy of the target's state).
+    void set_constraint(std::unique_ptr<grammar::Constraint> c) { constraint_ = std::move(c); }
 
   private:
-    // Whether the grammar allows `token` next (requires a grammar).
-    bool legal_now(llama_token token) const;
-
-    const llama_vocab *           vocab_;
-    bool                          greedy_;
-    sampler_ptr                   grammar_;
+    const llama_vocab *                  vocab_;
+    bool                                 greedy_;
+    std::unique_ptr<grammar::Constraint> constraint_;
     sampler_ptr                   chain_;
     std::vector<llama_token_data> cur_; // (n_vocab) candidates, reused between calls
 };

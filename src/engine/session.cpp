@@ -19,6 +19,9 @@ namespace specd::engine {
 namespace {
 
 constexpr int k_spec_max = 16; // deepest speculation round (the controller's k_max)
+// Grammar-forced text proposed per round, at most: in tokens and in bytes of text.
+constexpr int    k_forced_max       = 16;
+constexpr size_t k_forced_max_bytes = 64;
 
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -59,8 +62,8 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     model_(std::move(model)),
     opts_(opts),
     n_ctx_(static_cast<uint32_t>(clamp_ctx(opts.num_ctx, model_->n_ctx_train()))),
-    // A verify batch holds 1 + k tokens, whatever num_batch says.
-    batch_(std::max({1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_)), 1 + k_spec_max}), 1) {
+    // A verify batch holds 1 + forced + k tokens, whatever num_batch says.
+    batch_(std::max({1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_)), 1 + k_forced_max + k_spec_max}), 1) {
     ensure_backend();
     const int32_t n_ctx     = static_cast<int32_t>(n_ctx_);
     const int32_t n_threads = opts.num_thread > 0 ? opts.num_thread : default_threads(*model_);
@@ -125,6 +128,18 @@ int32_t Session::prefill(const std::vector<llama_token> & prompt, const std::ato
     }
     stats.prompt_eval_count = static_cast<int32_t>(prompt.size() - common);
     return last_idx;
+}
+
+std::vector<llama_token> Session::forced_tokens(const grammar::Constraint & state, int max_tokens) {
+    if (!vocab_index_) vocab_index_ = std::make_unique<grammar::VocabIndex>(model_->vocab());
+    const std::string text = state.forced_text(*vocab_index_, k_forced_max_bytes);
+    if (text.empty()) return {};
+    // Our own spelling of the text; the target may split it differently, and then simply
+    // rejects the run where its tokens diverge.
+    std::vector<llama_token> tokens = vocab_index_->tokenize_greedy(text);
+    if (tokens.size() > size_t(max_tokens)) tokens.resize(size_t(max_tokens));
+    tokens.resize(state.legal_prefix(tokens));
+    return tokens;
 }
 
 void Session::shift_context(int32_t n_keep) {
@@ -247,34 +262,52 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
             if (!can_shift) { done = gen.end(DoneReason::length); break; }
             shift_context(n_keep);
         }
-        // 1. Plan the depth; the context and num_predict bound it too.
-        const int room = n_ctx - static_cast<int>(cached_.size()) - 1;
+        // 1. Plan the depth; the context and num_predict bound it too (forced text as well).
+        const int room    = n_ctx - static_cast<int>(cached_.size()) - 1;
+        const int budget  = std::min(room, gen.remaining() - 1);
         const int planned = opts.draft_fixed_k ? *opts.draft_fixed_k : depth.plan();
-        const int k       = std::min({planned, room, gen.remaining() - 1});
 
-        // 2. Draft (prompt lookup first, the draft model when it finds nothing).
-        const int64_t  td0 = now_ns();
-        spec::Proposal proposal;
+        // 2. Draft: the text the grammar forces from here (free: no model ran to find it),
+        // then prompt lookup or the draft model under the grammar's state after that text.
+        // Every proposed token is verified by the target below like any draft.
+        const int64_t td0 = now_ns();
+        std::vector<llama_token>     drafts; // (n_forced + n_drafted)
+        std::vector<spec::TokenDist> dists;  // (n_forced + n_drafted): what each was drawn from
+        int                          n_forced = 0;
+        std::optional<grammar::Constraint> after_forced;
+        const grammar::Constraint *        state = sampler.constraint();
+        if (state && depth.k_cap() > 0 && budget > 0) {
+            drafts   = forced_tokens(*state, std::min(budget, k_forced_max));
+            n_forced = static_cast<int>(drafts.size());
+            for (llama_token t : drafts) dists.push_back(spec::TokenDist::point(t));
+            if (n_forced > 0) {
+                after_forced.emplace(state->clone());
+                for (llama_token t : drafts) after_forced->accept(t);
+                state = &*after_forced;
+            }
+        }
+        const int k = std::min(planned, budget - n_forced);
         if (k > 0) {
             history_buf.assign(cached_.begin(), cached_.end());
             history_buf.push_back(last);
-            proposal = drafters_.propose(history_buf, k, rng);
+            history_buf.insert(history_buf.end(), drafts.begin(), drafts.end());
+            spec::Proposal proposal = drafters_.propose(history_buf, k, rng, state);
             check_cancel();
             // Under a grammar a draft is cut at its first illegal token: verifying it would
             // only cost positions the target is sure to reject.
-            const size_t legal = sampler.legal_prefix(proposal.tokens);
+            const size_t legal = state ? state->legal_prefix(proposal.tokens) : proposal.tokens.size();
             if (legal < proposal.tokens.size()) {
                 auto & g = result.grammar_drafts;
                 if (legal == 0) ++g.no_legal_draft;
                 else ++g.truncated_rounds;
                 g.truncated_tokens += static_cast<int64_t>(proposal.tokens.size() - legal);
-                proposal.tokens.resize(legal);
-                proposal.dists.resize(legal);
             }
+            drafts.insert(drafts.end(), proposal.tokens.begin(), proposal.tokens.begin() + legal);
+            dists.insert(dists.end(), std::make_move_iterator(proposal.dists.begin()),
+                         std::make_move_iterator(proposal.dists.begin() + legal));
         }
-        const auto &  drafts = proposal.tokens;
-        const auto &  dists  = proposal.dists;
-        const int64_t td1    = now_ns();
+        const int     n_drafted = static_cast<int>(drafts.size()) - n_forced;
+        const int64_t td1       = now_ns();
 
         // 3. One target batch: the last token plus the drafts, logits for all.
         // (1 + n_drafts) positions starting at P = cached_.size()
@@ -310,11 +343,16 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         // 5. Roll back what was not accepted; `next` is the new last token (not decoded yet).
         llama_memory_seq_rm(llama_get_memory(ctx_.get()), 0, pos0 + 1 + n_accepted, -1);
         last = next;
-        if (result.k_histogram.size() <= drafts.size()) result.k_histogram.resize(drafts.size() + 1);
-        ++result.k_histogram[drafts.size()];
+        if (result.k_histogram.size() <= size_t(n_drafted)) result.k_histogram.resize(size_t(n_drafted) + 1);
+        ++result.k_histogram[size_t(n_drafted)];
+        result.grammar_drafts.forced += n_forced;
+        result.grammar_drafts.forced_accepted += std::min(n_accepted, n_forced);
+        // The drafts were judged only if the forced run ahead of them was accepted in full.
+        const bool judged = n_accepted >= n_forced;
         depth.observe({.k_planned  = std::max(k, 0),
-                       .n_drafted  = static_cast<int>(drafts.size()),
-                       .n_accepted = n_accepted,
+                       .n_drafted  = judged ? n_drafted : 0,
+                       .n_accepted = judged ? n_accepted - n_forced : 0,
+                       .n_forced   = n_forced,
                        .draft_s    = (td1 - td0) / 1e9,
                        .verify_s   = (td2 - td1) / 1e9});
     }

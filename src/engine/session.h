@@ -6,6 +6,8 @@
 #include "engine/draft_model.h"
 #include "engine/llama_handles.h"
 #include "engine/model.h"
+#include "grammar/constraint.h"
+#include "grammar/vocab_index.h"
 #include "spec/depth_controller.h"
 #include "spec/ngram_drafter.h"
 
@@ -57,6 +59,8 @@ class Session {
     int32_t prefill(const std::vector<llama_token> & prompt, const std::atomic<bool> & cancel,
                     GenerateStats & stats);
     void    decode_or_throw(const std::atomic<bool> & cancel);
+    // The tokens of the text `state` forces (at most `max_tokens`), empty where it forces none.
+    std::vector<llama_token> forced_tokens(const grammar::Constraint & state, int max_tokens);
     void    shift_context(int32_t n_keep);
 
     std::shared_ptr<Model>      model_;
@@ -69,6 +73,7 @@ class Session {
     spec::NgramDrafter          ngram_;
     spec::FirstOfDrafters       drafters_; // prompt lookup first (free), then the draft model
     spec::DepthPrior            prior_;
+    std::unique_ptr<grammar::VocabIndex> vocab_index_; // built on the first constrained request
     const std::atomic<bool> *   cancel_ = nullptr; // read by llama.cpp's abort callback
 };
 

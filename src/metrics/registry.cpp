@@ -45,6 +45,15 @@ std::string ServerMetrics::exposition() const {
     counter("specd_spec_accepted_total", "Draft tokens accepted by the target.", spec_accepted_total);
     counter("specd_spec_zero_k_rounds_total", "Rounds that planned no drafts.", spec_zero_k_rounds_total);
     counter("specd_spec_probes_total", "Probing rounds out of depth 0.", spec_probes_total);
+    counter("specd_spec_forced_total", "Tokens proposed from text the grammar forces.", spec_forced_total);
+    counter("specd_spec_forced_accepted_total", "Grammar-forced tokens the target accepted.",
+            spec_forced_accepted_total);
+    counter("specd_spec_grammar_truncated_total", "Draft tokens cut at the first token the grammar forbids.",
+            spec_grammar_truncated_total);
+    counter("specd_spec_grammar_truncated_rounds_total", "Rounds whose draft the grammar cut.",
+            spec_grammar_truncated_rounds_total);
+    counter("specd_spec_grammar_no_legal_draft_total", "Rounds whose draft the grammar forbade from its first token.",
+            spec_grammar_no_legal_draft_total);
     out << spec_depth.exposition("specd_spec_depth", "Draft tokens per decode round.");
     return out.str();
 }

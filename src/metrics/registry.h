@@ -43,6 +43,11 @@ struct ServerMetrics {
     Counter   spec_accepted_total;
     Counter   spec_zero_k_rounds_total;
     Counter   spec_probes_total;
+    Counter   spec_forced_total;
+    Counter   spec_forced_accepted_total;
+    Counter   spec_grammar_truncated_total;
+    Counter   spec_grammar_truncated_rounds_total;
+    Counter   spec_grammar_no_legal_draft_total;
     Histogram spec_depth{{0, 1, 2, 3, 4, 6, 8, 12, 16}}; // draft tokens per round
 
     std::string exposition() const;

@@ -133,6 +133,12 @@ void record(const DoneInfo & done) {
     m.spec_accepted_total.add(s.accepted);
     m.spec_zero_k_rounds_total.add(s.zero_k_rounds);
     m.spec_probes_total.add(s.probes);
+    const auto & g = done.grammar_drafts;
+    m.spec_forced_total.add(g.forced);
+    m.spec_forced_accepted_total.add(g.forced_accepted);
+    m.spec_grammar_truncated_total.add(g.truncated_tokens);
+    m.spec_grammar_truncated_rounds_total.add(g.truncated_rounds);
+    m.spec_grammar_no_legal_draft_total.add(g.no_legal_draft);
     for (size_t k = 0; k < done.k_histogram.size(); ++k) {
         if (done.k_histogram[k] > 0) m.spec_depth.observe(static_cast<double>(k), done.k_histogram[k]);
     }

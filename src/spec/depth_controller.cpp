@@ -206,9 +206,9 @@ void DepthController::observe(const RoundObservation & round) {
     }
 
     if (round.verify_s > 0.0) {
-        WeightedSums & sums = drafted > 0 ? verify_drafting_ : verify_zero_;
+        WeightedSums & sums = drafted + round.n_forced > 0 ? verify_drafting_ : verify_zero_;
         sums.fade(config_.cost_forget);
-        sums.add(double(drafted), round.verify_s);
+        sums.add(double(drafted + std::max(0, round.n_forced)), round.verify_s);
         cost_rounds_++;
     }
     if (drafted > 0 && round.draft_s >= 0.0) {

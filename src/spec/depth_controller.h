@@ -18,8 +18,11 @@ struct RoundObservation {
     int    k_planned  = 0;   // what plan() returned
     int    n_drafted  = 0;   // drafts proposed (<= k_planned; grammar-forced tokens excluded)
     int    n_accepted = 0;   // longest accepted prefix of the drafts (<= n_drafted)
+    // Grammar-forced tokens verified ahead of the drafts: free to propose, so they are not
+    // part of k or of the acceptance estimate, but the target verified their positions.
+    int    n_forced   = 0;
     double draft_s    = 0.0; // time spent producing the n_drafted drafts
-    double verify_s   = 0.0; // target time for the 1 + n_drafted verified positions
+    double verify_s   = 0.0; // target time for the 1 + n_forced + n_drafted positions
     int    batch_size = 1;   // sequences sharing the target batch; kept, not modelled yet
 };
 

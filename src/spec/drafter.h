@@ -7,6 +7,10 @@
 #include <span>
 #include <vector>
 
+namespace specd::grammar {
+class Constraint;
+}
+
 namespace specd::spec {
 
 struct Proposal {
@@ -20,17 +24,21 @@ class Drafter {
   public:
     virtual ~Drafter() = default;
     // Up to `k` tokens continuing `history` (every committed token, the last one included).
-    // Fewer or none is a valid answer.
-    virtual Proposal propose(std::span<const token_id> history, int k, Rng & rng) = 0;
+    // Fewer or none is a valid answer. `constraint` is the grammar's state after `history`
+    // (null: unconstrained): a drafter may draft under it; the round cuts every proposal at
+    // its first illegal token anyway.
+    virtual Proposal propose(std::span<const token_id> history, int k, Rng & rng,
+                             const grammar::Constraint * constraint) = 0;
 };
 
 // Asks its drafters in order; the first non-empty proposal wins (cheap ones go first).
 class FirstOfDrafters final : public Drafter {
   public:
     void add(Drafter * d) { drafters_.push_back(d); }
-    Proposal propose(std::span<const token_id> history, int k, Rng & rng) override {
+    Proposal propose(std::span<const token_id> history, int k, Rng & rng,
+                     const grammar::Constraint * constraint) override {
         for (auto * d : drafters_) {
-            if (Proposal p = d->propose(history, k, rng); !p.empty()) return p;
+            if (Proposal p = d->propose(history, k, rng, constraint); !p.empty()) return p;
         }
         return {};
     }

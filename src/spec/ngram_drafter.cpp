@@ -22,7 +22,7 @@ std::vector<token_id> NgramDrafter::lookup(std::span<const token_id> history, in
     return {};
 }
 
-Proposal NgramDrafter::propose(std::span<const token_id> history, int k, Rng &) {
+Proposal NgramDrafter::propose(std::span<const token_id> history, int k, Rng &, const grammar::Constraint *) {
     Proposal p;
     p.tokens = lookup(history, k);
     for (token_id t : p.tokens) p.dists.push_back(TokenDist::point(t));

@@ -22,7 +22,9 @@ class NgramDrafter final : public Drafter {
     std::vector<token_id> lookup(std::span<const token_id> history, int k) const;
 
     // lookup() as point-mass proposals: the drafter is deterministic.
-    Proposal propose(std::span<const token_id> history, int k, Rng & rng) override;
+    // Prompt lookup does not read the grammar: its runs are cut by the round.
+    Proposal propose(std::span<const token_id> history, int k, Rng & rng,
+                     const grammar::Constraint * constraint) override;
 
   private:
     NgramConfig cfg_;

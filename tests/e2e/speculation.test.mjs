@@ -18,10 +18,12 @@ function checkCounters(s) {
     assert.ok(s[k] >= 0, `speculation.${k} >= 0`);
   }
   assert.ok(Array.isArray(s.accepted_per_position));
-  assert.equal(typeof s.grammar_truncated?.rounds, 'number');
-  assert.equal(typeof s.grammar_truncated?.tokens, 'number');
-  assert.equal(typeof s.grammar_no_legal_draft, 'number');
+  for (const k of ['forced', 'forced_accepted', 'grammar_truncated', 'grammar_truncated_rounds', 'grammar_no_legal_draft']) {
+    assert.equal(typeof s[k], 'number', `speculation.${k} is a number`);
+    assert.ok(s[k] >= 0, `speculation.${k} >= 0`);
+  }
   assert.ok(s.accepted <= s.drafted);
+  assert.ok(s.forced_accepted <= s.forced);
   assert.ok(s.rounds >= 1);
 }
 
@@ -67,8 +69,39 @@ describe('speculation', () => {
     assert.equal(typeof j.n, 'number');
     assert.equal(typeof j.ok, 'boolean');
     // Drafting off drafts nothing, so nothing can have been cut.
-    assert.equal(off.speculation.grammar_truncated.tokens, 0);
+    assert.equal(off.speculation.grammar_truncated, 0);
     assert.equal(off.speculation.grammar_no_legal_draft, 0);
+    assert.equal(off.speculation.forced, 0);
+  });
+
+  test('format with fixed keys: forced text and model drafts are proposed and accepted', async () => {
+    const { client } = h.srv;
+    const format = {
+      type: 'object',
+      properties: {
+        label: { type: 'string', maxLength: 8 },
+        bbox: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 999 }, minItems: 4, maxItems: 4 },
+      },
+      required: ['label', 'bbox'],
+    };
+    for (const stream of [false, true]) {
+      const on = await client.generate({ model: 'pair', prompt: 'Objects:', format, stream, options: greedy(120) });
+      let final = on, text = on.response;
+      if (stream) { text = ''; for await (const p of on) { text += p.response; final = p; } }
+      const off = await client.generate({ model: 'pair', prompt: 'Objects:', format, stream: false,
+        options: greedy(120, { draft_num_predict: 0 }) });
+      assert.equal(text, off.response);
+      assert.equal(final.done_reason, 'stop');
+      const j = JSON.parse(text);
+      assert.deepEqual(Object.keys(j), ['label', 'bbox']);
+      assert.equal(j.bbox.length, 4);
+      const s = final.speculation;
+      checkCounters(s);
+      assert.ok(s.forced > 0, `forced ${s.forced}`);
+      assert.ok(s.drafted > 0, `drafted ${s.drafted}`);
+      assert.ok(s.accepted > 0, `accepted ${s.accepted}`);
+      assert.equal(off.speculation.forced + off.speculation.drafted, 0);
+    }
   });
 
   test('prompt lookup drafts on a model without a draft', async () => {
@@ -86,6 +119,11 @@ describe('speculation', () => {
     assert.ok(value('specd_requests_total') >= 3);
     assert.ok(value('specd_spec_rounds_total') > 0);
     assert.ok(value('specd_generated_tokens_total') >= 64);
+    assert.ok(value('specd_spec_forced_total') > 0);
+    for (const name of ['specd_spec_forced_accepted_total', 'specd_spec_grammar_truncated_total',
+      'specd_spec_grammar_truncated_rounds_total', 'specd_spec_grammar_no_legal_draft_total']) {
+      assert.ok(value(name) >= 0, name);
+    }
     assert.match(text, /^specd_spec_depth_bucket\{le="\+Inf"\} \d+$/m);
   });
 

@@ -246,28 +246,6 @@ TEST(Speculation, AdaptiveDepthWithSparseProbesKeepsOutputIdentical) {
     EXPECT_GT(b.result.speculation.zero_k_rounds, 0);
 }
 
-// Under a grammar, drafts are cut at their first illegal token (the draft model does not
-// know the grammar), the cut is counted, and the answer is still the plain one.
-TEST(Speculation, DraftsAreCutAtTheFirstIllegalToken) {
-    auto    target = fixtures::shared_model("pair-target.gguf");
-    auto    draft  = fixtures::shared_model("pair-draft.gguf");
-    Session plain(target, ctx());
-    Session spec(target, ctx(), draft);
-    const auto tokens = target->tokenize("Answer:", true, true);
-    auto opts    = greedy(120, 0);
-    opts.grammar = grammar::schema_to_grammar(
-        R"({"type":"object","properties":{"n":{"type":"integer"},"ok":{"type":"boolean"}},"required":["n","ok"]})");
-    opts.end_on_complete_json = true;
-    const auto a = run(plain, tokens, opts);
-    opts.draft_fixed_k = 4;
-    const auto b = run(spec, tokens, opts);
-    EXPECT_EQ(b.text, a.text);
-    const auto & g = b.result.grammar_drafts;
-    EXPECT_GT(g.truncated_tokens, 0);
-    EXPECT_GT(g.truncated_rounds + g.no_legal_draft, 0);
-    EXPECT_EQ(a.result.grammar_drafts.truncated_tokens, 0); // nothing drafted, nothing cut
-}
-
 TEST(Speculation, LegalPrefixFollowsTheGrammar) {
     auto model = fixtures::shared_model("tiny.gguf");
     const std::string schema =

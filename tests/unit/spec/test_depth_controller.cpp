@@ -292,6 +292,26 @@ TEST(DepthController, LearnsCosts) {
     EXPECT_NEAR(c.c_v, p.c_v, 0.1 * p.c_v);
 }
 
+// Grammar-forced positions are verified like drafts, so they count towards the verify
+// cost; they are not drafts, so they teach nothing about acceptance.
+TEST(DepthController, ForcedPositionsCostVerificationButNotAcceptance) {
+    DepthController dc{DepthPrior{}};
+    const double    t_1 = 0.010, c_v = 0.001;
+    const double    before = dc.alpha();
+    for (int i = 0; i < 400; ++i) {
+        RoundObservation r;
+        r.k_planned = 0;
+        r.n_forced  = i % 9;
+        r.verify_s  = t_1 + r.n_forced * c_v;
+        dc.observe(r);
+    }
+    EXPECT_DOUBLE_EQ(dc.alpha(), before);
+    EXPECT_EQ(dc.stats().drafted, 0);
+    const auto c = dc.costs();
+    EXPECT_NEAR(c.t_1, t_1, 0.05 * t_1);
+    EXPECT_NEAR(c.c_v, c_v, 0.1 * c_v);
+}
+
 TEST(DepthController, CountersAddUp) {
     DepthController dc{DepthPrior{}};
     SimDrafter      sim(sim_params(0.7, 0.1), 12);

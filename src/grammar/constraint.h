@@ -1,0 +1,58 @@
+#pragma once
+// One request's grammar state: what `format` allows next. Wraps llama.cpp's grammar sampler
+// (character-level pushdown automaton over the GBNF) behind the operations that decoding and
+// speculation need: test or accept a token, validate a draft run without advancing, snapshot
+// and roll back, the full-vocabulary mask, and the text the grammar forces from here.
+#include "engine/llama_handles.h"
+#include "grammar/vocab_index.h"
+
+#include <span>
+#include <string>
+
+namespace specd::grammar {
+
+class Constraint {
+  public:
+    // Throws specd::Error(bad_request) when `gbnf` does not parse (root rule "root").
+    Constraint(const llama_vocab * vocab, const std::string & gbnf);
+    Constraint(Constraint &&) noexcept            = default;
+    Constraint & operator=(Constraint &&) noexcept = default;
+
+    // An independent copy of the current state (drafting advances its own copy).
+    Constraint clone() const;
+
+    // Whether `token` may come next (microseconds: one candidate through the automaton).
+    bool allows(llama_token token) const;
+    // Advances past `token`. Throws specd::Error(internal) if the grammar does not allow it
+    // (llama.cpp aborts the process on an illegal end-of-generation, so this checks first).
+    void accept(llama_token token);
+    // How many of `tokens`, in order from here, the grammar allows. Does not advance.
+    size_t legal_prefix(std::span<const llama_token> tokens) const;
+    // The full mask: every illegal candidate's logit becomes -inf (milliseconds on a large
+    // vocabulary; FACTS.md). Does not advance.
+    void apply(llama_token_data_array & candidates) const;
+
+    // A saved state to return to. Snapshots stay valid after rollback and can be reused.
+    class Snapshot {
+        friend class Constraint;
+        engine::sampler_ptr state_;
+    };
+    Snapshot snapshot() const;
+    void     rollback(const Snapshot & s);
+
+    // The longest text (at most `max_bytes`) that the grammar allows in exactly one way from
+    // here: `","bbox":[` after a label in a compact schema answer; empty where the model has
+    // a choice, including ending the answer. Probes character by character with the
+    // vocabulary's single-character tokens; a character the vocabulary has no single token
+    // for is invisible to the probe, so in rare grammars a position counts as forced while an
+    // unlisted character was legal too. Forced text is only ever proposed as drafts, which
+    // the target verifies, so that costs a rejected draft, never a wrong answer.
+    std::string forced_text(const VocabIndex & index, size_t max_bytes) const;
+
+  private:
+    explicit Constraint(engine::sampler_ptr g) : g_(std::move(g)) {}
+
+    engine::sampler_ptr g_;
+};
+
+} // namespace specd::grammar

@@ -1,0 +1,82 @@
+#include "grammar/vocab_index.h"
+
+#include <algorithm>
+
+namespace specd::grammar {
+
+namespace {
+
+// Longest piece worth indexing for forced text: structure between JSON values is short.
+constexpr size_t k_max_indexed_piece = 32;
+
+std::string piece_of(const llama_vocab * vocab, llama_token t) {
+    char buf[128];
+    const int32_t n = llama_token_to_piece(vocab, t, buf, sizeof buf, 0, /*special=*/false);
+    return n > 0 ? std::string(buf, size_t(n)) : std::string();
+}
+
+// Length of the UTF-8 sequence starting with `lead`, 0 for a continuation or invalid byte.
+size_t utf8_len(unsigned char lead) {
+    if (lead < 0x80) return 1;
+    if ((lead & 0xE0) == 0xC0) return 2;
+    if ((lead & 0xF0) == 0xE0) return 3;
+    if ((lead & 0xF8) == 0xF0) return 4;
+    return 0;
+}
+
+bool is_probe_ascii(unsigned char c) { return (c >= 0x20 && c < 0x7F) || c == '\t' || c == '\n' || c == '\r'; }
+
+} // namespace
+
+VocabIndex::VocabIndex(const llama_vocab * vocab) : vocab_(vocab) {
+    const int32_t n = llama_vocab_n_tokens(vocab);
+    std::unordered_map<std::string, size_t> char_slot; // characters already listed
+    const auto add = [&](llama_token t, std::string p) {
+        if (p.size() <= k_max_indexed_piece && by_piece_.emplace(p, t).second) {
+            max_piece_ = std::max(max_piece_, p.size());
+        }
+        const auto c = static_cast<unsigned char>(p[0]);
+        if (utf8_len(c) != p.size() || char_slot.count(p)) return;
+        if (p.size() == 1 && !is_probe_ascii(c)) return;
+        auto & list = p.size() == 1 ? ascii_ : other_;
+        char_slot.emplace(p, list.size());
+        list.push_back({t, std::move(p)});
+    };
+    // Normal tokens first, so they win over byte-fallback tokens of the same text (the
+    // tokenizer's pick); an SPM vocabulary has "\n" only as the byte token <0x0A>.
+    std::vector<llama_token> bytes;
+    for (llama_token t = 0; t < n; ++t) {
+        if (llama_vocab_is_eog(vocab, t)) {
+            eog_.push_back(t);
+            continue;
+        }
+        const auto attr = llama_vocab_get_attr(vocab, t);
+        if (attr & LLAMA_TOKEN_ATTR_BYTE) bytes.push_back(t);
+        if (!(attr & LLAMA_TOKEN_ATTR_NORMAL)) continue;
+        if (std::string p = piece_of(vocab, t); !p.empty()) add(t, std::move(p));
+    }
+    // A lone byte above 0x7F is not a character: only ASCII byte tokens stand for one.
+    for (llama_token t : bytes) {
+        std::string p = piece_of(vocab, t);
+        if (p.size() == 1 && static_cast<unsigned char>(p[0]) < 0x80) add(t, std::move(p));
+    }
+}
+
+std::vector<llama_token> VocabIndex::tokenize_greedy(std::string_view text) const {
+    std::vector<llama_token> out;
+    size_t                   i = 0;
+    while (i < text.size()) {
+        size_t len = std::min(max_piece_, text.size() - i);
+        for (; len > 0; --len) {
+            if (auto it = by_piece_.find(std::string(text.substr(i, len))); it != by_piece_.end()) {
+                out.push_back(it->second);
+                break;
+            }
+        }
+        if (len == 0) break;
+        i += len;
+    }
+    return out;
+}
+
+} // namespace specd::grammar

@@ -1,0 +1,44 @@
+#pragma once
+// What the grammar constraint needs to know about a vocabulary, computed once per model:
+// which tokens spell a single character (to probe the grammar one character at a time) and
+// a piece -> token map (to turn forced text back into tokens).
+#include <llama.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace specd::grammar {
+
+class VocabIndex {
+  public:
+    explicit VocabIndex(const llama_vocab * vocab);
+
+    const llama_vocab * vocab() const { return vocab_; }
+
+    // One token per character: printable ASCII plus \t \n \r, then other code points.
+    // (n_ascii_chars) / (n_other_chars), each entry {token, UTF-8 text}.
+    struct CharToken {
+        llama_token token;
+        std::string text;
+    };
+    std::span<const CharToken>  ascii_chars() const { return ascii_; }
+    std::span<const CharToken>  other_chars() const { return other_; }
+    std::span<const llama_token> eog_tokens() const { return eog_; }
+
+    // Longest-match tokenization of `text` into normal tokens whose pieces spell it exactly;
+    // stops early (returns a shorter run) at a byte no token starts with.
+    std::vector<llama_token> tokenize_greedy(std::string_view text) const;
+
+  private:
+    const llama_vocab *                          vocab_;
+    std::vector<CharToken>                       ascii_;
+    std::vector<CharToken>                       other_;
+    std::vector<llama_token>                     eog_;
+    std::unordered_map<std::string, llama_token> by_piece_;
+    size_t                                       max_piece_ = 0;
+};
+
+} // namespace specd::grammar
