@@ -67,6 +67,9 @@ struct GrammarDraftStats {
     int64_t truncated_rounds = 0; // rounds whose draft was cut
     int64_t truncated_tokens = 0; // draft tokens cut
     int64_t no_legal_draft   = 0; // rounds whose draft was illegal from its first token
+    // Time the target side spent in the grammar (checks, masks, accepts, forced text, draft
+    // validation); the draft model's own grammar work is part of its drafting time.
+    int64_t grammar_ns       = 0;
 };
 
 enum class DoneReason { stop, length, load, unload };

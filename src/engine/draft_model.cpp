@@ -54,7 +54,7 @@ DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint3
 }
 
 void DraftModel::begin_request(const SamplingOptions & sampling, const std::atomic<bool> * cancel) {
-    sampler_        = std::make_unique<Sampler>(model_->vocab(), sampling, "", /*penalties=*/false);
+    sampler_        = std::make_unique<Sampler>(*model_, sampling, "", /*penalties=*/false);
     cancel_         = cancel;
     first_proposal_ = true;
 }

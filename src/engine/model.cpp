@@ -75,6 +75,11 @@ std::vector<llama_token> Model::tokenize(std::string_view text, bool add_special
     return tokens;
 }
 
+const grammar::VocabIndex & Model::vocab_index() const {
+    std::call_once(vocab_index_once_, [this] { vocab_index_ = std::make_unique<const grammar::VocabIndex>(vocab_); });
+    return *vocab_index_;
+}
+
 std::string Model::token_piece(llama_token token) const {
     char    buf[256];
     int32_t n = llama_token_to_piece(vocab_, token, buf, sizeof buf, 0, /*special=*/false);

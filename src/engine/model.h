@@ -2,9 +2,11 @@
 // A loaded model: weights, vocabulary and the metadata read from its GGUF header.
 #include "engine/gguf_info.h"
 #include "engine/llama_handles.h"
+#include "grammar/vocab_index.h"
 
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +37,9 @@ class Model {
     // The bytes of one token; may be part of a UTF-8 sequence. Control tokens render empty.
     std::string token_piece(llama_token token) const;
     bool        is_eog(llama_token token) const { return llama_vocab_is_eog(vocab_, token); }
+    // What grammar constraints need to know about the vocabulary; built on first use
+    // (milliseconds to tens of milliseconds), then shared by every request.
+    const grammar::VocabIndex & vocab_index() const;
 
   private:
     Model() = default;
@@ -43,6 +48,8 @@ class Model {
     const llama_vocab * vocab_ = nullptr;
     GgufInfo            info_;
     ModelLoadOptions    opts_;
+    mutable std::once_flag                               vocab_index_once_;
+    mutable std::unique_ptr<const grammar::VocabIndex>   vocab_index_;
 };
 
 // Bytes of memory available to new allocations (MemAvailable), or 0 when unknown.

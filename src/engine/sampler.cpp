@@ -2,28 +2,50 @@
 
 #include "core/error.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <random>
 
 namespace specd::engine {
 
+namespace {
+
+// Adds the lifetime of the scope to a nanosecond counter.
+class ScopedTimer {
+  public:
+    explicit ScopedTimer(int64_t & total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
+    ~ScopedTimer() {
+        total_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
+    }
+    ScopedTimer(const ScopedTimer &)             = delete;
+    ScopedTimer & operator=(const ScopedTimer &) = delete;
+
+  private:
+    int64_t &                             total_;
+    std::chrono::steady_clock::time_point t0_;
+};
+
+} // namespace
+
 spec::Rng make_rng(int64_t seed) {
     return spec::Rng(seed < 0 ? std::random_device{}() : static_cast<uint64_t>(seed));
 }
 
-Sampler::Sampler(const llama_vocab * vocab, const SamplingOptions & o, const std::string & grammar, bool penalties) :
-    vocab_(vocab), greedy_(o.temperature <= 0.0f) {
-    if (!grammar.empty()) constraint_ = std::make_unique<grammar::Constraint>(vocab, grammar);
-    chain_.reset(llama_sampler_chain_init(llama_sampler_chain_default_params()));
-    auto * c = chain_.get();
+Sampler::Sampler(const Model & model, const SamplingOptions & o, const std::string & grammar, bool penalties) :
+    vocab_(model.vocab()), greedy_(o.temperature <= 0.0f) {
+    const llama_vocab * vocab = vocab_;
+    if (!grammar.empty()) constraint_ = std::make_unique<grammar::Constraint>(model.vocab_index(), grammar);
     const bool penalize = penalties && o.repeat_last_n != 0 &&
                           (o.repeat_penalty != 1.0f || o.frequency_penalty != 0.0f || o.presence_penalty != 0.0f);
     if (penalize) {
-        llama_sampler_chain_add(c, llama_sampler_init_penalties(llama_vocab_n_tokens(vocab), o.repeat_last_n,
-                                                                o.repeat_penalty, o.frequency_penalty,
-                                                                o.presence_penalty));
+        penalties_.reset(llama_sampler_init_penalties(llama_vocab_n_tokens(vocab), o.repeat_last_n, o.repeat_penalty,
+                                                      o.frequency_penalty, o.presence_penalty));
     }
     if (greedy_) return;
+    top_k_ = std::max(0, o.top_k);
+    chain_.reset(llama_sampler_chain_init(llama_sampler_chain_default_params()));
+    auto * c = chain_.get();
     if (o.top_k > 0) llama_sampler_chain_add(c, llama_sampler_init_top_k(o.top_k));
     if (o.typical_p < 1.0f) llama_sampler_chain_add(c, llama_sampler_init_typical(o.typical_p, 1));
     if (o.top_p < 1.0f) llama_sampler_chain_add(c, llama_sampler_init_top_p(o.top_p, 1));
@@ -32,7 +54,8 @@ Sampler::Sampler(const llama_vocab * vocab, const SamplingOptions & o, const std
 }
 
 void Sampler::accept_history(std::span<const llama_token> tokens) {
-    for (llama_token t : tokens) llama_sampler_accept(chain_.get(), t);
+    if (!penalties_) return;
+    for (llama_token t : tokens) llama_sampler_accept(penalties_.get(), t);
 }
 
 spec::TokenDist Sampler::distribution(llama_context * ctx, int32_t idx) {
@@ -55,16 +78,23 @@ spec::TokenDist Sampler::distribution(llama_context * ctx, int32_t idx) {
         // Masking only lowers illegal tokens to -inf, so when the unmasked best token is
         // legal it is also the best legal one: one single-token check (microseconds)
         // instead of a full-vocabulary mask (milliseconds, FACTS.md) at most positions.
-        llama_sampler_apply(chain_.get(), &arr);
+        if (penalties_) llama_sampler_apply(penalties_.get(), &arr);
         const llama_token best = argmax();
-        if (!constraint_ || constraint_->allows(best)) return spec::TokenDist::point(best);
-        constraint_->apply(arr);
-        return spec::TokenDist::point(argmax());
+        if (!constraint_) return spec::TokenDist::point(best);
+        ScopedTimer timer(grammar_ns_);
+        if (constraint_->allows(best)) return spec::TokenDist::point(best);
+        return spec::TokenDist::point(constraint_->best_legal(arr));
     }
 
-    // The grammar masks illegal tokens to -inf before anything else sees them, so only a
-    // legal token can be drawn and end-of-generation only where the grammar is complete.
-    if (constraint_) constraint_->apply(arr);
+    // The grammar removes illegal tokens before top-k and the rest see them, so only a legal
+    // token can be drawn and end-of-generation only where the grammar is complete. With a
+    // top-k only the k best legal tokens matter, and finding them rarely needs a full mask.
+    if (penalties_) llama_sampler_apply(penalties_.get(), &arr);
+    if (constraint_) {
+        ScopedTimer timer(grammar_ns_);
+        if (top_k_ > 0) constraint_->legal_top(arr, static_cast<size_t>(top_k_));
+        else constraint_->apply(arr);
+    }
     llama_sampler_apply(chain_.get(), &arr);
 
     spec::TokenDist d;
@@ -88,8 +118,11 @@ size_t Sampler::legal_prefix(std::span<const llama_token> tokens) const {
 }
 
 void Sampler::accept(llama_token token) {
-    if (constraint_) constraint_->accept(token);
-    llama_sampler_accept(chain_.get(), token);
+    if (constraint_) {
+        ScopedTimer timer(grammar_ns_);
+        constraint_->accept(token);
+    }
+    if (penalties_) llama_sampler_accept(penalties_.get(), token);
 }
 
 } // namespace specd::engine

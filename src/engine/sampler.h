@@ -5,6 +5,7 @@
 // draft's; drawing from it uses the request's own seeded generator.
 #include "core/options.h"
 #include "engine/llama_handles.h"
+#include "engine/model.h"
 #include "grammar/constraint.h"
 #include "spec/token_dist.h"
 
@@ -19,8 +20,7 @@ class Sampler {
   public:
     // `grammar` is GBNF (empty: none). Throws specd::Error(bad_request) if it does not parse.
     // `penalties`: false for a draft model's sampler (its proposals need no history).
-    Sampler(const llama_vocab * vocab, const SamplingOptions & opts, const std::string & grammar,
-            bool penalties = true);
+    Sampler(const Model & model, const SamplingOptions & opts, const std::string & grammar, bool penalties = true);
 
     // Feeds context tokens to the penalties only (the grammar constrains output, not input).
     void accept_history(std::span<const llama_token> tokens);
@@ -36,6 +36,8 @@ class Sampler {
     size_t legal_prefix(std::span<const llama_token> tokens) const;
 
     bool greedy() const { return greedy_; }
+    // Time spent in the grammar by this sampler so far (checks, masks, accepts).
+    int64_t grammar_ns() const { return grammar_ns_; }
     // The grammar's current state; null when unconstrained.
     const grammar::Constraint * constraint() const { return constraint_.get(); }
     // Replaces the grammar (a draft model samples under a copy of the target's state).
@@ -45,7 +47,10 @@ class Sampler {
     const llama_vocab *                  vocab_;
     bool                                 greedy_;
     std::unique_ptr<grammar::Constraint> constraint_;
-    sampler_ptr                   chain_;
+    sampler_ptr                          penalties_; // null: no penalties
+    sampler_ptr                          chain_;     // top-k ... temperature; null when greedy
+    int32_t                              top_k_ = 0;
+    int64_t                              grammar_ns_ = 0;
     std::vector<llama_token_data> cur_; // (n_vocab) candidates, reused between calls
 };
 

@@ -131,12 +131,11 @@ int32_t Session::prefill(const std::vector<llama_token> & prompt, const std::ato
 }
 
 std::vector<llama_token> Session::forced_tokens(const grammar::Constraint & state, int max_tokens) {
-    if (!vocab_index_) vocab_index_ = std::make_unique<grammar::VocabIndex>(model_->vocab());
-    const std::string text = state.forced_text(*vocab_index_, k_forced_max_bytes);
+    const std::string text = state.forced_text(k_forced_max_bytes);
     if (text.empty()) return {};
     // Our own spelling of the text; the target may split it differently, and then simply
     // rejects the run where its tokens diverge.
-    std::vector<llama_token> tokens = vocab_index_->tokenize_greedy(text);
+    std::vector<llama_token> tokens = model_->vocab_index().tokenize_greedy(text);
     if (tokens.size() > size_t(max_tokens)) tokens.resize(size_t(max_tokens));
     tokens.resize(state.legal_prefix(tokens));
     return tokens;
@@ -229,7 +228,7 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
     }
 
     GenerateResult result;
-    Sampler        sampler(model_->vocab(), opts.sampling, opts.grammar);
+    Sampler        sampler(*model_, opts.sampling, opts.grammar);
     spec::Rng      rng     = make_rng(opts.sampling.seed);
     const size_t   history = std::min(prompt.size(), static_cast<size_t>(std::max(opts.sampling.repeat_last_n, 0)));
     sampler.accept_history(std::span(prompt).last(history));
@@ -276,6 +275,7 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         int                          n_forced = 0;
         std::optional<grammar::Constraint> after_forced;
         const grammar::Constraint *        state = sampler.constraint();
+        int64_t grammar_round_ns = 0;
         if (state && depth.k_cap() > 0 && budget > 0) {
             drafts   = forced_tokens(*state, std::min(budget, k_forced_max));
             n_forced = static_cast<int>(drafts.size());
@@ -285,6 +285,7 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
                 for (llama_token t : drafts) after_forced->accept(t);
                 state = &*after_forced;
             }
+            grammar_round_ns += now_ns() - td0;
         }
         const int k = std::min(planned, budget - n_forced);
         if (k > 0) {
@@ -295,7 +296,9 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
             check_cancel();
             // Under a grammar a draft is cut at its first illegal token: verifying it would
             // only cost positions the target is sure to reject.
-            const size_t legal = state ? state->legal_prefix(proposal.tokens) : proposal.tokens.size();
+            const int64_t tg0   = now_ns();
+            const size_t  legal = state ? state->legal_prefix(proposal.tokens) : proposal.tokens.size();
+            if (state) grammar_round_ns += now_ns() - tg0;
             if (legal < proposal.tokens.size()) {
                 auto & g = result.grammar_drafts;
                 if (legal == 0) ++g.no_legal_draft;
@@ -346,18 +349,21 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         if (result.k_histogram.size() <= size_t(n_drafted)) result.k_histogram.resize(size_t(n_drafted) + 1);
         ++result.k_histogram[size_t(n_drafted)];
         result.grammar_drafts.forced += n_forced;
+        result.grammar_drafts.grammar_ns += grammar_round_ns;
         result.grammar_drafts.forced_accepted += std::min(n_accepted, n_forced);
         // The drafts were judged only if the forced run ahead of them was accepted in full.
         const bool judged = n_accepted >= n_forced;
-        depth.observe({.k_planned  = std::max(k, 0),
-                       .n_drafted  = judged ? n_drafted : 0,
-                       .n_accepted = judged ? n_accepted - n_forced : 0,
-                       .n_forced   = n_forced,
-                       .draft_s    = (td1 - td0) / 1e9,
-                       .verify_s   = (td2 - td1) / 1e9});
+        depth.observe({.k_planned     = std::max(k, 0),
+                       .n_drafted     = n_drafted,
+                       .n_accepted    = judged ? n_accepted - n_forced : 0,
+                       .n_forced      = n_forced,
+                       .drafts_judged = judged,
+                       .draft_s       = (td1 - td0) / 1e9,
+                       .verify_s      = (td2 - td1) / 1e9});
     }
     gen.finish();
     result.stats.eval_ns = now_ns() - t1;
+    result.grammar_drafts.grammar_ns += sampler.grammar_ns();
     result.speculation   = depth.stats();
     depth.fold_into(prior_);
     return result;

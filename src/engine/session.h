@@ -7,7 +7,6 @@
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "grammar/constraint.h"
-#include "grammar/vocab_index.h"
 #include "spec/depth_controller.h"
 #include "spec/ngram_drafter.h"
 
@@ -73,7 +72,6 @@ class Session {
     spec::NgramDrafter          ngram_;
     spec::FirstOfDrafters       drafters_; // prompt lookup first (free), then the draft model
     spec::DepthPrior            prior_;
-    std::unique_ptr<grammar::VocabIndex> vocab_index_; // built on the first constrained request
     const std::atomic<bool> *   cancel_ = nullptr; // read by llama.cpp's abort callback
 };
 

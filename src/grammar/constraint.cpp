@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -18,12 +20,12 @@ bool allowed_by(llama_sampler * g, llama_token token) {
 
 } // namespace
 
-Constraint::Constraint(const llama_vocab * vocab, const std::string & gbnf) :
-    g_(llama_sampler_init_grammar(vocab, gbnf.c_str(), "root")) {
+Constraint::Constraint(const VocabIndex & index, const std::string & gbnf) :
+    index_(&index), g_(llama_sampler_init_grammar(index.vocab(), gbnf.c_str(), "root")) {
     if (!g_) throw bad_request("invalid grammar for format");
 }
 
-Constraint Constraint::clone() const { return Constraint(engine::sampler_ptr(llama_sampler_clone(g_.get()))); }
+Constraint Constraint::clone() const { return Constraint(index_, engine::sampler_ptr(llama_sampler_clone(g_.get()))); }
 
 bool Constraint::allows(llama_token token) const { return allowed_by(g_.get(), token); }
 
@@ -44,6 +46,71 @@ size_t Constraint::legal_prefix(std::span<const llama_token> tokens) const {
 
 void Constraint::apply(llama_token_data_array & candidates) const { llama_sampler_apply(g_.get(), &candidates); }
 
+size_t Constraint::legal_top(llama_token_data_array & arr, size_t k) const {
+    // Blocks of candidates in descending logit order, each checked with one grammar pass:
+    // every legal token of a block outranks every candidate of the later blocks, so the
+    // search stops at the block that completes the k. Where few tokens are legal (after a
+    // digit: digits, "," and "]") that is a few hundred candidates instead of the vocabulary.
+    const auto by_logit = [](const llama_token_data & a, const llama_token_data & b) {
+        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+    };
+    // First, one grammar pass over the single-byte tokens says which first bytes can start
+    // a legal token (a lone lead byte is legal when some character starting with it is);
+    // every candidate starting with another byte is illegal. A byte without such a token
+    // keeps its candidates.
+    std::array<bool, 256> first_ok;
+    first_ok.fill(true);
+    {
+        std::array<llama_token_data, 256> probe;
+        std::array<unsigned char, 256>    byte_of;
+        size_t                            n = 0;
+        for (int b = 0; b < 256; ++b) {
+            if (const llama_token t = index_->byte_token(static_cast<unsigned char>(b)); t >= 0) {
+                probe[n]     = {t, 0.0f, 0.0f};
+                byte_of[n++] = static_cast<unsigned char>(b);
+            }
+        }
+        llama_token_data_array parr{probe.data(), n, -1, false};
+        apply(parr);
+        for (size_t i = 0; i < n; ++i) first_ok[byte_of[i]] = !std::isinf(probe[i].logit);
+    }
+    llama_token_data * const first = arr.data;
+    llama_token_data *       last  = arr.data + arr.size;
+    last = std::remove_if(first, last, [&](const llama_token_data & d) {
+        const int b = index_->first_byte(d.id);
+        return b >= 0 && !first_ok[size_t(b)];
+    });
+    size_t found = 0; // legal tokens gathered at first[0, found)
+    std::vector<llama_token_data> legal;
+    size_t block = std::max<size_t>(256, 2 * k);
+    for (llama_token_data * lo = first; lo < last && found < k; block *= 4) {
+        llama_token_data * const hi = lo + std::min(block, static_cast<size_t>(last - lo));
+        if (hi < last) std::nth_element(lo, hi - 1, last, by_logit);
+        llama_token_data_array part{lo, static_cast<size_t>(hi - lo), -1, false};
+        apply(part);
+        legal.clear();
+        for (const llama_token_data * c = lo; c < hi; ++c) {
+            if (!std::isinf(c->logit)) legal.push_back(*c);
+        }
+        const size_t take = std::min(legal.size(), k - found);
+        std::partial_sort(legal.begin(), legal.begin() + take, legal.end(), by_logit);
+        // Slots before `lo` hold masked candidates of earlier blocks; slots inside the block
+        // were copied out above. Either may be overwritten.
+        std::copy_n(legal.begin(), take, first + found);
+        found += take;
+        lo = hi;
+    }
+    arr.size     = found;
+    arr.selected = -1;
+    arr.sorted   = false;
+    return found;
+}
+
+llama_token Constraint::best_legal(llama_token_data_array & arr) const {
+    if (legal_top(arr, 1) == 0) throw Error(ErrorKind::internal, "no token is possible");
+    return arr.data[0].id;
+}
+
 Constraint::Snapshot Constraint::snapshot() const {
     Snapshot s;
     s.state_.reset(llama_sampler_clone(g_.get()));
@@ -52,7 +119,8 @@ Constraint::Snapshot Constraint::snapshot() const {
 
 void Constraint::rollback(const Snapshot & s) { g_.reset(llama_sampler_clone(s.state_.get())); }
 
-std::string Constraint::forced_text(const VocabIndex & index, size_t max_bytes) const {
+std::string Constraint::forced_text(size_t max_bytes) const {
+    const VocabIndex &            index = *index_;
     std::string                   out;
     engine::sampler_ptr           copy; // cloned only once a character is forced
     llama_sampler *               g = g_.get();

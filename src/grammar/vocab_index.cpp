@@ -9,9 +9,9 @@ namespace {
 // Longest piece worth indexing for forced text: structure between JSON values is short.
 constexpr size_t k_max_indexed_piece = 32;
 
-std::string piece_of(const llama_vocab * vocab, llama_token t) {
-    char buf[128];
-    const int32_t n = llama_token_to_piece(vocab, t, buf, sizeof buf, 0, /*special=*/false);
+std::string piece_of(const llama_vocab * vocab, llama_token t, bool special = false) {
+    char buf[256];
+    const int32_t n = llama_token_to_piece(vocab, t, buf, sizeof buf, 0, special);
     return n > 0 ? std::string(buf, size_t(n)) : std::string();
 }
 
@@ -45,10 +45,18 @@ VocabIndex::VocabIndex(const llama_vocab * vocab) : vocab_(vocab) {
     // Normal tokens first, so they win over byte-fallback tokens of the same text (the
     // tokenizer's pick); an SPM vocabulary has "\n" only as the byte token <0x0A>.
     std::vector<llama_token> bytes;
+    first_byte_.assign(size_t(n), -1);
+    byte_token_.fill(-1);
     for (llama_token t = 0; t < n; ++t) {
         if (llama_vocab_is_eog(vocab, t)) {
             eog_.push_back(t);
             continue;
+        }
+        // llama.cpp's grammar reads control tokens' text too (special rendering).
+        if (const std::string g = piece_of(vocab, t, /*special=*/true); !g.empty() && g[0] != 0) {
+            const auto b           = static_cast<unsigned char>(g[0]);
+            first_byte_[size_t(t)] = b;
+            if (g.size() == 1 && byte_token_[b] < 0) byte_token_[b] = t;
         }
         const auto attr = llama_vocab_get_attr(vocab, t);
         if (attr & LLAMA_TOKEN_ATTR_BYTE) bytes.push_back(t);

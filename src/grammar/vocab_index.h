@@ -4,6 +4,8 @@
 // a piece -> token map (to turn forced text back into tokens).
 #include <llama.h>
 
+#include <array>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,6 +30,14 @@ class VocabIndex {
     std::span<const CharToken>  other_chars() const { return other_; }
     std::span<const llama_token> eog_tokens() const { return eog_; }
 
+    // The first byte of `token`'s text as the grammar sees it, or -1 for tokens the grammar
+    // judges otherwise (end of generation, empty pieces).
+    int first_byte(llama_token token) const { return first_byte_[size_t(token)]; }
+    // A token whose whole text is the byte b, -1 if the vocabulary has none. The grammar
+    // judges a lone lead byte by whether any character starting with it could follow, so
+    // this token is legal exactly when some token starting with b can be.
+    llama_token byte_token(unsigned char b) const { return byte_token_[b]; }
+
     // Longest-match tokenization of `text` into normal tokens whose pieces spell it exactly;
     // stops early (returns a shorter run) at a byte no token starts with.
     std::vector<llama_token> tokenize_greedy(std::string_view text) const;
@@ -37,6 +47,8 @@ class VocabIndex {
     std::vector<CharToken>                       ascii_;
     std::vector<CharToken>                       other_;
     std::vector<llama_token>                     eog_;
+    std::vector<int16_t>                         first_byte_; // (n_vocab)
+    std::array<llama_token, 256>                 byte_token_;
     std::unordered_map<std::string, llama_token> by_piece_;
     size_t                                       max_piece_ = 0;
 };

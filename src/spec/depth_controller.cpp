@@ -174,27 +174,28 @@ int DepthController::plan() {
 void DepthController::observe(const RoundObservation & round) {
     const int k        = std::max(0, round.k_planned);
     const int drafted  = std::max(0, round.n_drafted);
-    const int accepted = std::clamp(round.n_accepted, 0, drafted);
+    const int accepted = round.drafts_judged ? std::clamp(round.n_accepted, 0, drafted) : 0;
+    const int judged   = round.drafts_judged ? drafted : 0; // drafts with a verdict
     // How likely this round's full accept was under what we believed before it.
-    const double p_full_accept = std::pow(alpha(), drafted);
+    const double p_full_accept = std::pow(alpha(), judged);
 
     stats_.rounds++;
     stats_.k_sum += k;
     stats_.zero_k_rounds += k == 0 ? 1 : 0;
     stats_.drafted += drafted;
     stats_.accepted += accepted;
-    if (size_t(drafted) > stats_.drafted_per_position.size()) {
-        stats_.drafted_per_position.resize(size_t(drafted), 0);
-        stats_.accepted_per_position.resize(size_t(drafted), 0);
+    if (size_t(judged) > stats_.drafted_per_position.size()) {
+        stats_.drafted_per_position.resize(size_t(judged), 0);
+        stats_.accepted_per_position.resize(size_t(judged), 0);
     }
-    for (int i = 0; i < drafted; ++i) {
+    for (int i = 0; i < judged; ++i) {
         stats_.drafted_per_position[size_t(i)]++;
         stats_.accepted_per_position[size_t(i)] += i < accepted ? 1 : 0;
     }
 
-    if (drafted > 0) {
+    if (judged > 0) {
         // Censored geometric: `accepted` successes, and a failure only if one was seen.
-        const int rejected = accepted < drafted ? 1 : 0;
+        const int rejected = accepted < judged ? 1 : 0;
         acc_a_             = config_.alpha_forget * acc_a_ + accepted;
         acc_b_             = config_.alpha_forget * acc_b_ + rejected;
         drafting_rounds_++;
@@ -221,7 +222,7 @@ void DepthController::observe(const RoundObservation & round) {
         stats_.probes++;
         if (best_k() > 0) {
             failed_probes_ = 0;
-        } else if (accepted == drafted && drafted > 0 && p_full_accept < k_probe_surprise) {
+        } else if (accepted == judged && judged > 0 && p_full_accept < k_probe_surprise) {
             // Acceptance may have changed, but one probe rarely outweighs the evidence that
             // parked us at 0: look again next round, and from the shortest interval after.
             // (An expected full accept, from a drafter good but too slow to pay, backs off.)

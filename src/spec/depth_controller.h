@@ -21,6 +21,9 @@ struct RoundObservation {
     // Grammar-forced tokens verified ahead of the drafts: free to propose, so they are not
     // part of k or of the acceptance estimate, but the target verified their positions.
     int    n_forced   = 0;
+    // False when the target rejected a forced token: the drafts behind it were never judged,
+    // so they say nothing about acceptance (they still cost drafting and verify time).
+    bool   drafts_judged = true;
     double draft_s    = 0.0; // time spent producing the n_drafted drafts
     double verify_s   = 0.0; // target time for the 1 + n_forced + n_drafted positions
     int    batch_size = 1;   // sequences sharing the target batch; kept, not modelled yet

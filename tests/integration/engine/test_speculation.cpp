@@ -262,7 +262,7 @@ TEST(Speculation, LegalPrefixFollowsTheGrammar) {
     const std::vector<llama_token> good(out.result.context.begin() + prompt.size(), out.result.context.end());
     ASSERT_GE(good.size(), 3u);
 
-    Sampler sampler(model->vocab(), SamplingOptions{}, grammar::schema_to_grammar(schema));
+    Sampler sampler(*model, SamplingOptions{}, grammar::schema_to_grammar(schema));
     EXPECT_EQ(sampler.legal_prefix(good), good.size());
     // After the opening brace only a key (or whitespace) may follow, never a word.
     std::vector<llama_token> bad{good[0]};

@@ -310,6 +310,19 @@ TEST(DepthController, ForcedPositionsCostVerificationButNotAcceptance) {
     const auto c = dc.costs();
     EXPECT_NEAR(c.t_1, t_1, 0.05 * t_1);
     EXPECT_NEAR(c.c_v, c_v, 0.1 * c_v);
+
+    // Drafts behind a rejected forced token were proposed but never judged.
+    RoundObservation r;
+    r.k_planned     = 3;
+    r.n_forced      = 2;
+    r.n_drafted     = 3;
+    r.n_accepted    = 3;
+    r.drafts_judged = false;
+    r.verify_s      = t_1 + 5 * c_v;
+    dc.observe(r);
+    EXPECT_DOUBLE_EQ(dc.alpha(), before);
+    EXPECT_EQ(dc.stats().drafted, 3);
+    EXPECT_EQ(dc.stats().accepted, 0);
 }
 
 TEST(DepthController, CountersAddUp) {
