@@ -1,86 +1,156 @@
-// The benchmark's outputs: a table on the terminal, a markdown file and an SVG bar chart.
+// The benchmark's outputs: tables on the terminal, a markdown file and an SVG bar chart,
+// one section per engine set. Sets whose cells send a schema get a second table per answer:
+// tokens, draft counters, and how many answers matched the schema.
 import fs from 'node:fs';
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const fmtRatio = (x) => (Number.isFinite(x) ? x.toFixed(2) + 'x' : '-');
+const fmtCount = (x) => (x === null || x === undefined ? '-' : Number.isInteger(x) ? String(x) : x.toFixed(1));
+const ratioHead = (r) => (r.target !== undefined ? `${r.name} (>=${r.target})` : r.name);
 
-// results: [{cell, engine, tps: [..], accept_rate}] -> rows with medians and ratios.
+// results: [{cell, engine, tps: [..], tokens, accept_rate, counters?, answers?}] -> one row
+// per cell that ran, with medians and the set's ratios.
 export function summarise(spec, results) {
   const rows = [];
   for (const cell of spec.cells) {
-    const row = { cell: cell.name, pair: cell.pair, agreement: spec.pairs[cell.pair].agreement, engines: {} };
-    for (const e of spec.engines) {
-      const r = results.find((x) => x.cell === cell.name && x.engine === e.name);
-      if (r) row.engines[e.name] = { tps: median(r.tps), accept: r.accept_rate };
+    const set = spec.engine_sets[cell.engines];
+    const mine = results.filter((x) => x.cell === cell.name);
+    if (mine.length === 0) continue;
+    const row = { cell: cell.name, pair: cell.pair, agreement: spec.pairs[cell.pair].agreement, set: cell.engines,
+                  format: cell.format ?? null, num_predict: cell.num_predict, engines: {}, ratios: {} };
+    for (const e of set.engines) {
+      const r = mine.find((x) => x.engine === e.name);
+      if (r) {
+        row.engines[e.name] = { tps: median(r.tps), accept: r.accept_rate, tokens: r.tokens ? median(r.tokens) : null,
+                                counters: r.counters ?? null, answers: r.answers ?? null };
+      }
     }
     // Ratios are medians of per-run ratios: the engines' runs interleave, so run i of each
-    // engine saw the same minute of a shared machine.
-    const runs = (name) => results.find((x) => x.cell === cell.name && x.engine === name)?.tps;
+    // engine saw the same minute of a shared machine. Against several engines: the best of them.
+    const runs = (name) => mine.find((x) => x.engine === name)?.tps;
     const pairedRatio = (a, b) => {
       const x = runs(a), y = runs(b);
       return x && y ? median(x.map((v, i) => v / y[i])) : NaN;
     };
-    row.on_vs_off = pairedRatio('specd spec-on', 'specd spec-off');
-    const vsLlama = spec.engines.filter((e) => e.kind === 'llama-server' && e.draft_n_max > 0)
-      .map((e) => pairedRatio('specd spec-on', e.name)).filter(Number.isFinite);
-    row.on_vs_llama_best = vsLlama.length ? Math.min(...vsLlama) : NaN;
+    for (const q of set.ratios ?? []) {
+      const vs = q.b.map((b) => pairedRatio(q.a, b)).filter(Number.isFinite);
+      row.ratios[q.name] = vs.length ? Math.min(...vs) : NaN;
+    }
     rows.push(row);
   }
   return rows;
 }
 
-export function table(spec, rows) {
-  const names = spec.engines.map((e) => e.name);
-  const head = ['cell', 'agree', ...names, 'on/off', 'on/llama-best'];
-  const lines = [head];
+function answers(a, runs) {
+  if (!a) return '-';
+  const parts = [`${a.valid}/${runs} valid`];
+  for (const k of ['length', 'invalid', 'unreadable']) if (a[k] > 0) parts.push(`${a[k]} ${k}`);
+  return parts.join(', ');
+}
+
+// Both tables of a set as arrays of lines (header first).
+function setTables(spec, setName, rows) {
+  const set = spec.engine_sets[setName];
+  const names = set.engines.map((e) => e.name);
+  const ratios = set.ratios ?? [];
+  const speed = [['cell', 'agree', ...names, ...ratios.map(ratioHead)]];
   for (const r of rows) {
-    lines.push([r.cell, r.agreement.toFixed(2),
-      ...names.map((n) => r.engines[n] ? r.engines[n].tps.toFixed(1) : '-'),
-      r.on_vs_off.toFixed(2) + 'x', Number.isFinite(r.on_vs_llama_best) ? r.on_vs_llama_best.toFixed(2) + 'x' : '-']);
+    speed.push([r.cell, r.agreement.toFixed(2), ...names.map((n) => (r.engines[n] ? r.engines[n].tps.toFixed(1) : '-')),
+      ...ratios.map((q) => fmtRatio(r.ratios[q.name]))]);
   }
-  const widths = head.map((_, i) => Math.max(...lines.map((l) => String(l[i]).length)));
+  if (!rows.some((r) => r.format)) return { speed, detail: null };
+  const detail = [['cell', 'engine', 'tok/s', 'tokens', 'drafted', 'accepted', 'forced', 'forced accepted', 'grammar truncated',
+                   'truncated rounds', 'no legal draft', 'answers']];
+  for (const r of rows) {
+    for (const n of names) {
+      const e = r.engines[n];
+      if (!e) continue;
+      const c = e.counters ?? {};
+      detail.push([r.cell, n, e.tps.toFixed(1), String(e.tokens), fmtCount(c.drafted), fmtCount(c.accepted),
+        fmtCount(c.forced), fmtCount(c.forced_accepted), fmtCount(c.grammar_truncated), fmtCount(c.grammar_truncated_rounds),
+        fmtCount(c.grammar_no_legal_draft), answers(e.answers, spec.runs)]);
+    }
+  }
+  return { speed, detail };
+}
+
+const byset = (spec, rows) => Object.keys(spec.engine_sets)
+  .map((name) => [name, rows.filter((r) => r.set === name)]).filter(([, rs]) => rs.length > 0);
+
+function align(lines) {
+  const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => String(l[i]).length)));
   return lines.map((l) => l.map((c, i) => String(c).padStart(widths[i])).join('  ')).join('\n');
 }
 
+export function tables(spec, rows) {
+  return byset(spec, rows).map(([name, rs]) => {
+    const { speed, detail } = setTables(spec, name, rs);
+    return `[${name}]\n${align(speed)}${detail ? `\n\n${align(detail)}` : ''}`;
+  }).join('\n\n');
+}
+
+function mdTable(lines) {
+  return [`| ${lines[0].join(' | ')} |`, `|${'---|'.repeat(lines[0].length)}`,
+    ...lines.slice(1).map((l) => `| ${l.join(' | ')} |`)].join('\n') + '\n';
+}
+
 export function markdown(spec, rows, meta) {
-  const names = spec.engines.map((e) => e.name);
   let md = `# Benchmark: ${spec.name}\n\n${spec.about}\n\n`;
-  md += `Decode tokens/s (median of ${spec.runs} interleaved runs; in brackets the draft acceptance rate). ` +
-        `Ratios are medians of per-run ratios; "on/llama best" compares with the better of llama-server's fixed depths.\n`;
-  md += `Machine: ${meta.machine}. Date: ${meta.date}. Command: \`${meta.command}\`.\n\n`;
-  md += `| cell | agreement | ${names.join(' | ')} | on/off | on/llama best |\n`;
-  md += `|${'---|'.repeat(names.length + 4)}\n`;
-  for (const r of rows) {
-    const cells = names.map((n) => {
-      const e = r.engines[n];
-      if (!e) return '-';
-      return e.accept !== undefined && e.accept !== null ? `${e.tps.toFixed(1)} (${(e.accept * 100).toFixed(0)}%)` : e.tps.toFixed(1);
+  md += `Machine: ${meta.machine}. Date: ${meta.date}. Command: \`${meta.command}\`.\n`;
+  for (const [name, rs] of byset(spec, rows)) {
+    const set = spec.engine_sets[name];
+    const names = set.engines.map((e) => e.name);
+    const { speed, detail } = setTables(spec, name, rs);
+    md += `\n## ${name}\n\n${set.about ?? ''}\n\n`;
+    md += `Decode tokens/s (median of ${spec.runs} interleaved runs; in brackets the draft acceptance rate). ` +
+          'Ratios are medians of per-run ratios; a ratio against several engines is against the best of them; ' +
+          'a target in brackets is the least the ratio should be.\n\n';
+    // The speed table with acceptance rates in the engine columns.
+    rs.forEach((r, i) => {
+      names.forEach((n, j) => {
+        const e = r.engines[n];
+        if (e && e.accept !== null && e.accept !== undefined) speed[i + 1][2 + j] += ` (${(e.accept * 100).toFixed(0)}%)`;
+      });
     });
-    md += `| ${r.cell} | ${r.agreement.toFixed(2)} | ${cells.join(' | ')} | ${r.on_vs_off.toFixed(2)}x | ` +
-          `${Number.isFinite(r.on_vs_llama_best) ? r.on_vs_llama_best.toFixed(2) + 'x' : '-'} |\n`;
+    md += mdTable(speed);
+    if (detail) {
+      md += `\nPer answer, mean over the runs: generated tokens (median), draft counters as each server reports ` +
+            `them ("-": not reported), and the answers checked against the cell's schema ("length": ran into ` +
+            `num_predict, ${rs.map((r) => `${r.cell} ${r.num_predict}`).join(', ')}).\n\n`;
+      md += mdTable(detail);
+      const errors = rs.flatMap((r) => names.flatMap((n) => (r.engines[n]?.answers?.errors ?? [])
+        .map((e) => `- ${r.cell}, ${n}: ${e}`)));
+      if (errors.length) md += `\nSchema mismatches:\n${errors.join('\n')}\n`;
+    }
   }
   return md;
 }
 
-// Grouped bars: one group per cell, one bar per engine.
+// Grouped bars, one chart per engine set: one group per cell, one bar per engine.
 export function svg(spec, rows) {
-  const names = spec.engines.map((e) => e.name);
   const colors = ['#1b7837', '#a6dba0', '#2166ac', '#67a9cf', '#bababa', '#d6604d'];
-  const max = Math.max(...rows.flatMap((r) => names.map((n) => r.engines[n]?.tps ?? 0)));
-  const W = 160 * rows.length + 220, H = 320, base = 270, scale = 220 / max, bw = 22;
-  let s = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">\n`;
-  s += `<text x="10" y="16" font-size="13">${spec.name}: decode tokens/s</text>\n`;
-  rows.forEach((r, gi) => {
-    const x0 = 40 + gi * 160;
-    names.forEach((n, i) => {
-      const v = r.engines[n]?.tps ?? 0;
-      const h = v * scale;
-      s += `<rect x="${x0 + i * bw}" y="${base - h}" width="${bw - 3}" height="${h}" fill="${colors[i % colors.length]}"><title>${n}: ${v.toFixed(1)}</title></rect>\n`;
+  const sets = byset(spec, rows);
+  const W = 160 * Math.max(...sets.map(([, rs]) => rs.length)) + 220, H = 320;
+  let s = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H * sets.length}" font-family="sans-serif" font-size="11">\n`;
+  sets.forEach(([name, rs], si) => {
+    const names = spec.engine_sets[name].engines.map((e) => e.name);
+    const top = si * H, base = top + 270, bw = 22;
+    const max = Math.max(...rs.flatMap((r) => names.map((n) => r.engines[n]?.tps ?? 0)));
+    const scale = 220 / max;
+    s += `<text x="10" y="${top + 16}" font-size="13">${spec.name} (${name}): decode tokens/s</text>\n`;
+    rs.forEach((r, gi) => {
+      const x0 = 40 + gi * 160;
+      names.forEach((n, i) => {
+        const v = r.engines[n]?.tps ?? 0;
+        const h = v * scale;
+        s += `<rect x="${x0 + i * bw}" y="${base - h}" width="${bw - 3}" height="${h}" fill="${colors[i % colors.length]}"><title>${n}: ${v.toFixed(1)}</title></rect>\n`;
+      });
+      s += `<text x="${x0}" y="${base + 16}">${r.cell}</text>\n`;
     });
-    s += `<text x="${x0}" y="${base + 16}">${r.cell}</text>\n`;
-  });
-  names.forEach((n, i) => {
-    s += `<rect x="${W - 170}" y="${30 + i * 16}" width="10" height="10" fill="${colors[i % colors.length]}"/>` +
-         `<text x="${W - 155}" y="${39 + i * 16}">${n}</text>\n`;
+    names.forEach((n, i) => {
+      s += `<rect x="${W - 170}" y="${top + 30 + i * 16}" width="10" height="10" fill="${colors[i % colors.length]}"/>` +
+           `<text x="${W - 155}" y="${top + 39 + i * 16}">${n}</text>\n`;
+    });
   });
   return s + '</svg>\n';
 }

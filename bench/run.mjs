@@ -1,12 +1,20 @@
-// The benchmark runner: reads a declarative cell file, starts each engine once per model
-// pair, runs every cell `runs` times, prints one table and writes markdown + SVG.
+// The benchmark runner: reads a declarative cell file, and for each model pair and engine set
+// used by its cells starts the set's servers once, runs every cell `runs` times, prints the
+// tables and writes markdown + SVG + JSON.
 //   node bench/run.mjs bench/speculation.json --specd build/bin/specd --llama-server PATH
-//        --models DIR --out DIR
+//        --models DIR --out DIR [--cells NAME,NAME] [--runs N] [--num-predict N]
+// --cells, --runs and --num-predict override the file, for smoke runs.
+//
+// A cell names its engine set ("engines": "plain"); a set lists its engines and the ratios
+// its table shows. Engines with the same "server" share one process (otherwise each engine
+// has its own). A cell with "format" (a key of "schemas") sends that schema to every engine
+// of its set that is not "constrained": false, and each such answer is checked against it.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startSpecd, startLlamaServer, generate } from './servers.mjs';
-import { summarise, table, markdown, svg, write } from './report.mjs';
+import { summarise, tables, markdown, svg, write } from './report.mjs';
+import { check } from './schema.mjs';
 
 function args() {
   const a = process.argv.slice(2);
@@ -18,59 +26,126 @@ function args() {
   return out;
 }
 
+// The cell file with the command line's overrides applied, checked for dangling names.
+function load(opt) {
+  const spec = JSON.parse(fs.readFileSync(opt.spec, 'utf8'));
+  if (opt.runs) spec.runs = Number(opt.runs);
+  if (opt.cells) {
+    const want = opt.cells.split(',');
+    for (const n of want) if (!spec.cells.some((c) => c.name === n)) throw new Error(`no cell "${n}"`);
+    spec.cells = spec.cells.filter((c) => want.includes(c.name));
+  }
+  if (opt['num-predict']) for (const c of spec.cells) c.num_predict = Number(opt['num-predict']);
+  for (const c of spec.cells) {
+    if (!spec.pairs[c.pair]) throw new Error(`cell ${c.name}: no pair "${c.pair}"`);
+    if (!spec.engine_sets[c.engines]) throw new Error(`cell ${c.name}: no engine set "${c.engines}"`);
+    if (c.format !== undefined && !spec.schemas?.[c.format]) throw new Error(`cell ${c.name}: no schema "${c.format}"`);
+  }
+  return spec;
+}
+
+async function startServers(engines, opt, spec, pairName, storeDir) {
+  const target = path.resolve(opt.models, `${pairName}-target.gguf`);
+  const draft = path.resolve(opt.models, `${pairName}-draft.gguf`);
+  const byServer = new Map();
+  const servers = [];
+  try {
+    for (const engine of engines) {
+      const shared = engine.server !== undefined ? byServer.get(engine.server) : undefined;
+      if (shared) { servers.push(shared); continue; }
+      const s = engine.kind === 'specd'
+        ? await startSpecd({ bin: opt.specd, modelsDir: storeDir, name: `bench-${pairName}`, target, draft,
+                             threads: spec.threads, numCtx: spec.num_ctx })
+        : await startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
+                                   draftNMin: engine.draft_n_min, threads: spec.threads, numCtx: spec.num_ctx });
+      if (engine.server !== undefined) byServer.set(engine.server, s);
+      servers.push(s);
+    }
+  } catch (e) {
+    await stopAll(servers);
+    throw e;
+  }
+  return servers;
+}
+
+async function stopAll(servers) {
+  for (const s of new Set(servers)) await s.stop();
+}
+
+const counters = ['drafted', 'accepted', 'forced', 'forced_accepted', 'grammar_truncated', 'grammar_truncated_rounds', 'grammar_no_legal_draft'];
+
+async function runCell(spec, cell, engines, servers) {
+  const schema = cell.format !== undefined ? spec.schemas[cell.format] : undefined;
+  const constrained = (e) => schema !== undefined && e.constrained !== false;
+  const request = (e) => ({ prompt: cell.prompt, numPredict: cell.num_predict, draft: e.draft,
+                            schema: constrained(e) ? schema : undefined });
+  const acc = engines.map(() => ({ tps: [], tokens: [], sums: {}, answers: [], text: null }));
+  for (let i = 0; i < servers.length; ++i) await generate(servers[i], request(engines[i])); // warm-up
+  // Runs interleave (run 1 of each engine, then run 2 ...), so a slow minute on a shared
+  // machine hits all engines alike.
+  for (let run = 0; run < spec.runs; ++run) {
+    for (let i = 0; i < servers.length; ++i) {
+      const r = await generate(servers[i], request(engines[i]));
+      const a = acc[i];
+      a.tps.push(r.tps);
+      a.tokens.push(r.tokens);
+      // A counter the server does not report stays null (shown as "-").
+      for (const k of counters) if (r[k] !== null && r[k] !== undefined) a.sums[k] = (a.sums[k] ?? 0) + r[k];
+      a.text = r.text;
+      if (constrained(engines[i])) {
+        a.answers.push(r.done_reason === 'length' ? { outcome: 'length' }
+          : r.text === null ? { outcome: 'unreadable' }
+          : ((err) => (err ? { outcome: 'invalid', error: err } : { outcome: 'valid' }))(check(schema, r.text)));
+      }
+    }
+  }
+  return engines.map((engine, i) => {
+    const a = acc[i];
+    const perRun = Object.fromEntries(counters.map((k) => [k, a.sums[k] !== undefined ? a.sums[k] / spec.runs : null]));
+    const tally = (o) => a.answers.filter((x) => x.outcome === o).length;
+    console.error(`${cell.name.padEnd(16)} ${engine.name.padEnd(24)} ${a.tps.map((t) => t.toFixed(1)).join(' ')} tok/s`);
+    return {
+      cell: cell.name, engine: engine.name, tps: a.tps, tokens: a.tokens,
+      accept_rate: a.sums.drafted > 0 ? a.sums.accepted / a.sums.drafted : null,
+      ...(schema !== undefined ? {
+        counters: perRun,
+        answers: constrained(engine) ? { valid: tally('valid'), invalid: tally('invalid'), length: tally('length'),
+                                         unreadable: tally('unreadable'),
+                                         errors: [...new Set(a.answers.filter((x) => x.error).map((x) => x.error))] } : null,
+        last_text: a.text,
+      } : {}),
+    };
+  });
+}
+
 async function main() {
   const opt = args();
-  const spec = JSON.parse(fs.readFileSync(opt.spec, 'utf8'));
+  const spec = load(opt);
   const results = [];
   const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-bench-'));
   try {
-    for (const [pairName] of Object.entries(spec.pairs)) {
-      const cells = spec.cells.filter((c) => c.pair === pairName);
-      if (cells.length === 0) continue;
-      const target = path.resolve(opt.models, `${pairName}-target.gguf`);
-      const draft = path.resolve(opt.models, `${pairName}-draft.gguf`);
-      // Every engine of a pair is up at once and the runs interleave (run 1 of each engine,
-      // then run 2 ...), so a slow minute on a shared machine hits all engines alike.
-      const servers = [];
-      try {
-        for (const engine of spec.engines) {
-          servers.push(engine.kind === 'specd'
-            ? await startSpecd({ bin: opt.specd, modelsDir: storeDir, name: `bench-${pairName}`, target, draft,
-                                 threads: spec.threads, numCtx: spec.num_ctx })
-            : await startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
-                                       threads: spec.threads, numCtx: spec.num_ctx }));
+    for (const pairName of Object.keys(spec.pairs)) {
+      for (const [setName, set] of Object.entries(spec.engine_sets)) {
+        const cells = spec.cells.filter((c) => c.pair === pairName && c.engines === setName);
+        if (cells.length === 0) continue;
+        // Every engine of a set is up at once, for all its cells of this pair.
+        const servers = await startServers(set.engines, opt, spec, pairName, storeDir);
+        try {
+          for (const cell of cells) results.push(...await runCell(spec, cell, set.engines, servers));
+        } finally {
+          await stopAll(servers);
         }
-        for (const cell of cells) {
-          const acc = spec.engines.map(() => ({ tps: [], drafted: 0, accepted: 0 }));
-          const request = (i) => ({ prompt: cell.prompt, numPredict: cell.num_predict, draft: spec.engines[i].draft });
-          for (let i = 0; i < servers.length; ++i) await generate(servers[i], request(i)); // warm-up
-          for (let run = 0; run < spec.runs; ++run) {
-            for (let i = 0; i < servers.length; ++i) {
-              const r = await generate(servers[i], request(i));
-              acc[i].tps.push(r.tps);
-              acc[i].drafted += r.drafted;
-              acc[i].accepted += r.accepted;
-            }
-          }
-          spec.engines.forEach((engine, i) => {
-            const a = acc[i];
-            results.push({ cell: cell.name, engine: engine.name, tps: a.tps,
-                           accept_rate: a.drafted > 0 ? a.accepted / a.drafted : null });
-            console.error(`${cell.name.padEnd(16)} ${engine.name.padEnd(24)} ${a.tps.map((t) => t.toFixed(1)).join(' ')} tok/s`);
-          });
-        }
-      } finally {
-        for (const s of servers) await s.stop();
       }
     }
   } finally {
     fs.rmSync(storeDir, { recursive: true, force: true });
   }
   const rows = summarise(spec, results);
-  console.log(table(spec, rows));
+  console.log(tables(spec, rows));
   fs.mkdirSync(opt.out, { recursive: true });
+  const extra = ['cells', 'runs', 'num-predict'].filter((k) => opt[k]).map((k) => ` --${k} ${opt[k]}`).join('');
   const meta = { machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}`, date: new Date().toISOString().slice(0, 10),
-                 command: 'scripts/bench.sh' };
+                 command: `scripts/bench.sh${extra ? ` ${opt.spec}${extra}` : ''}` };
   write(path.join(opt.out, `${spec.name}.md`), markdown(spec, rows, meta));
   write(path.join(opt.out, `${spec.name}.svg`), svg(spec, rows));
   write(path.join(opt.out, `${spec.name}.json`), JSON.stringify({ meta, results, rows }, null, 2));

@@ -70,7 +70,7 @@ export async function startSpecd({ bin, modelsDir, name, target, draft, threads,
   return { ...server, kind: 'specd', name };
 }
 
-export async function startLlamaServer({ bin, target, draft, draftNMax, threads, numCtx }) {
+export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMin, threads, numCtx }) {
   const port = await freePort();
   const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-t', String(threads),
     '-c', String(numCtx), '-np', '1', '--no-webui', '--metrics'];
@@ -78,46 +78,73 @@ export async function startLlamaServer({ bin, target, draft, draftNMax, threads,
   // threads measured 17 tokens/s against 27 with one on this 2-core machine).
   if (draftNMax > 0) {
     args.push('-md', draft, '--spec-type', 'draft-simple', '--spec-draft-n-max', String(draftNMax), '-td', '1');
+    // n-min = n-max fixes the depth: a shorter draft is dropped instead of verified.
+    if (draftNMin > 0) args.push('--spec-draft-n-min', String(draftNMin));
   }
   const server = await start(bin, args, {}, '/health', port);
   return { ...server, kind: 'llama-server' };
 }
 
-// One generation; returns decode tokens/s as the server measured it, and wall seconds.
-export async function generate(server, { prompt, numPredict, draft }) {
+// One generation; returns decode tokens/s as the server measured it, wall seconds, the text
+// (null when the server could not send it), done_reason ("stop" | "length") and the draft
+// counters. `schema`, when set, constrains the answer: specd's `format`, llama-server's
+// `json_schema`; an answer then ends when its JSON is complete, so it may be shorter than
+// numPredict.
+export async function generate(server, { prompt, numPredict, draft, schema }) {
   const t0 = performance.now();
   if (server.kind === 'specd') {
     const options = { temperature: 0, num_predict: numPredict, seed: 1 };
     if (!draft) options.draft_num_predict = 0;
-    const r = await fetch(`${server.url}/api/generate`, {
-      method: 'POST',
-      body: JSON.stringify({ model: server.name, prompt, raw: true, stream: false, options }),
-    });
+    const body = { model: server.name, prompt, raw: true, stream: false, options };
+    if (schema) body.format = schema;
+    const r = await fetch(`${server.url}/api/generate`, { method: 'POST', body: JSON.stringify(body) });
     const j = await r.json();
     if (!r.ok) throw new Error(`specd: ${j.error}`);
     return { tokens: j.eval_count, tps: j.eval_count / (j.eval_duration / 1e9), wall: (performance.now() - t0) / 1000,
-             text: j.response, accepted: j.speculation?.accepted ?? 0, drafted: j.speculation?.drafted ?? 0 };
+             text: j.response, done_reason: j.done_reason, ...specdCounters(j.speculation) };
   }
   // Decode speed from llama-server's own counters: its /completion answer can be a 500
   // ("does not match the expected Content-only format") when random-weight output is not
   // valid UTF-8, although the generation itself ran to the end.
   const before = await llamaMetrics(server);
-  const r = await fetch(`${server.url}/completion`, {
-    method: 'POST',
-    body: JSON.stringify({ prompt, n_predict: numPredict, temperature: 0, seed: 1, top_k: 1 }),
-  });
+  const body = { prompt, n_predict: numPredict, temperature: 0, seed: 1, top_k: 1 };
+  if (schema) body.json_schema = schema;
+  const r = await fetch(`${server.url}/completion`, { method: 'POST', body: JSON.stringify(body) });
   const j = await r.json();
   const parseFailure = r.status === 500 && /does not match the expected/.test(j?.error?.message ?? '');
   if (!r.ok && !parseFailure) throw new Error(`llama-server: ${JSON.stringify(j).slice(0, 300)}`);
   const after = await llamaMetrics(server);
   const tokens = after.tokens_predicted_total - before.tokens_predicted_total;
   const seconds = after.tokens_predicted_seconds_total - before.tokens_predicted_seconds_total;
-  if (tokens !== numPredict) throw new Error(`llama-server generated ${tokens} tokens, expected ${numPredict}`);
-  return { tokens, tps: tokens / seconds, wall: (performance.now() - t0) / 1000, text: j.content ?? null,
+  if (schema ? tokens < 1 || tokens > numPredict : tokens !== numPredict) {
+    throw new Error(`llama-server generated ${tokens} tokens, expected ${schema ? 'at most ' : ''}${numPredict}`);
+  }
+  const doneReason = j.stop_type ? (j.stop_type === 'limit' ? 'length' : 'stop') : (tokens >= numPredict ? 'length' : 'stop');
+  return { tokens, tps: tokens / seconds, wall: (performance.now() - t0) / 1000, text: parseFailure ? null : j.content ?? null,
+           done_reason: doneReason,
            accepted: after.spec_decode_num_accepted_tokens_total - before.spec_decode_num_accepted_tokens_total,
-           drafted: after.spec_decode_num_draft_tokens_total - before.spec_decode_num_draft_tokens_total };
+           drafted: after.spec_decode_num_draft_tokens_total - before.spec_decode_num_draft_tokens_total,
+           forced: null, forced_accepted: null, grammar_truncated: null, grammar_truncated_rounds: null, grammar_no_legal_draft: null };
 }
 
+// specd's `speculation` object, read defensively: a counter this build does not report is
+// null. `forced`: draft tokens proposed from grammar-forced text, `forced_accepted`: those the
+// target kept. `grammar_truncated` was once an object {rounds, tokens}; now it is the token count
+// with `grammar_truncated_rounds` beside it.
+function specdCounters(s) {
+  const num = (v) => (typeof v === 'number' ? v : null);
+  const gt = s?.grammar_truncated;
+  const gtObject = gt !== null && typeof gt === 'object';
+  return {
+    drafted: num(s?.drafted) ?? 0,
+    accepted: num(s?.accepted) ?? 0,
+    forced: num(s?.forced),
+    forced_accepted: num(s?.forced_accepted),
+    grammar_truncated: gtObject ? num(gt.tokens) : num(gt),
+    grammar_truncated_rounds: num(s?.grammar_truncated_rounds) ?? (gtObject ? num(gt.rounds) : null),
+    grammar_no_legal_draft: num(s?.grammar_no_legal_draft),
+  };
+}
 async function llamaMetrics(server) {
   const text = await (await fetch(`${server.url}/metrics`)).text();
   const out = {};

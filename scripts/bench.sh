@@ -2,10 +2,13 @@
 # Benchmarks (not part of the test run): builds specd and llama-server from the pinned tree,
 # generates the benchmark models, and runs a cell file (default: bench/speculation.json).
 # Prints a table of tokens/s and ratios; writes bench/results/<name>.{md,svg,json}.
-#   usage: scripts/bench.sh [CELLS.json]
+#   usage: scripts/bench.sh [CELLS.json] [--cells NAME,NAME] [--runs N] [--num-predict N] [--out DIR]
+# The options go to bench/run.mjs; a smoke run, e.g.
+#   scripts/bench.sh bench/speculation.json --cells bbox-medium --runs 1 --num-predict 64 --out /tmp/bench
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-cells="${1:-bench/speculation.json}"
+cells=bench/speculation.json
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then cells=$1; shift; fi
 
 bash scripts/setup.sh
 cmake --preset release >/dev/null
@@ -15,4 +18,4 @@ models_src="$(bash scripts/llama.sh source)/models"
 models_dir="${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}/bench-models"
 bash bench/make-models.sh "$cells" build/bin/specd-testmodel "$models_src" "$models_dir"
 node bench/run.mjs "$cells" --specd build/bin/specd --llama-server "$llama_server" \
-  --models "$models_dir" --out bench/results
+  --models "$models_dir" --out bench/results "$@"
