@@ -2,22 +2,68 @@
 
 #include "core/error.h"
 
-#include <json-schema-to-grammar.h>
-#include <json.h>
 #include <nlohmann/json.hpp>
 
 namespace specd::grammar {
 
-std::string json_object_grammar() {
-    return schema_to_grammar(R"({"type":"object"})");
+namespace {
+
+// Deepest nesting of arrays and objects in JSON text, checked before parsing so a hostile
+// document never reaches code that recurses over it.
+int json_depth(std::string_view text) {
+    int  depth = 0, max = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            max = std::max(max, ++depth);
+        } else if (c == '}' || c == ']') {
+            --depth;
+        }
+    }
+    return max;
 }
 
-std::string schema_to_grammar(const std::string & schema_json) {
+} // namespace
+
+// Whitespace where llama.cpp's converter puts it for {"type":"object"} (what `format: "json"`
+// produced before): after '{', '[', ':' and ',', and before '}' and ']'; each gap is one
+// space, or one or two newlines and up to 20 spaces or tabs.
+std::string json_object_grammar() {
+    return R"(root ::= object
+value ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ws (string ":" ws value ("," ws string ":" ws value)*)? ws "}"
+array ::= "[" ws (value ("," ws value)*)? ws "]"
+string ::= "\"" char* "\""
+char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?
+ws ::= | " " | "\n"{1,2} [ \t]{0,20}
+)";
+}
+
+std::string schema_to_grammar(const std::string & schema_json) { return schema_to_grammar(schema_json, SchemaLimits{}); }
+
+std::string schema_to_grammar(const std::string & schema_json, const SchemaLimits & limits) {
+    if (json_depth(schema_json) > limits.max_json_depth) {
+        throw bad_request("invalid format: the schema's JSON nesting exceeds the limit max_json_depth (" +
+                          std::to_string(limits.max_json_depth) + ")");
+    }
+    nlohmann::ordered_json schema;
     try {
-        return json_schema_to_grammar(common_json::parse(schema_json));
+        // ordered_json keeps the properties in the order the schema declares them.
+        schema = nlohmann::ordered_json::parse(schema_json);
     } catch (const std::exception & e) {
-        throw bad_request(std::string("invalid format: ") + e.what() +
-                          "; expected \"json\" or a valid JSON Schema object");
+        throw bad_request(std::string("invalid format: ") + e.what() + "; expected \"json\" or a valid JSON Schema object");
+    }
+    try {
+        return compile_schema(schema, limits);
+    } catch (const Error & e) {
+        throw bad_request(std::string("invalid format: ") + e.what());
     }
 }
 
