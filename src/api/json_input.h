@@ -9,7 +9,8 @@
 
 namespace specd::api {
 
-using json = nlohmann::json;
+// Ordered: a JSON schema's property order is the order its answer must follow.
+using json = nlohmann::ordered_json;
 
 inline constexpr int k_max_json_depth = 128;
 

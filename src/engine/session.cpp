@@ -276,8 +276,10 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         std::optional<grammar::Constraint> after_forced;
         const grammar::Constraint *        state = sampler.constraint();
         int64_t grammar_round_ns = 0;
-        if (state && depth.k_cap() > 0 && budget > 0) {
-            drafts   = forced_tokens(*state, std::min(budget, k_forced_max));
+        const int forced_cap = state && budget > 0 && !opts.draft_fixed_k ? depth.plan_forced()
+                               : state && budget > 0 && *opts.draft_fixed_k > 0 ? k_forced_max : 0;
+        if (forced_cap > 0) {
+            drafts   = forced_tokens(*state, std::min({budget, k_forced_max, forced_cap}));
             n_forced = static_cast<int>(drafts.size());
             for (llama_token t : drafts) dists.push_back(spec::TokenDist::point(t));
             if (n_forced > 0) {
@@ -357,6 +359,7 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
                        .n_drafted     = n_drafted,
                        .n_accepted    = judged ? n_accepted - n_forced : 0,
                        .n_forced      = n_forced,
+                       .n_forced_accepted = std::min(n_accepted, n_forced),
                        .drafts_judged = judged,
                        .draft_s       = (td1 - td0) / 1e9,
                        .verify_s      = (td2 - td1) / 1e9});

@@ -171,6 +171,27 @@ int DepthController::plan() {
     return std::clamp(config_.probe_k, 1, cap_);
 }
 
+int DepthController::plan_forced() {
+    if (cap_ == 0) return 0;
+    // One pseudo-success on top of the Jeffreys prior: a request starts out trying forced text.
+    const double p = (k_alpha_base + 1.0 + forced_a_) / (2.0 * k_alpha_base + 1.0 + forced_a_ + forced_b_);
+    double t_1 = 1.0, c_v = std::max(0.0, prior_.verify_cost);
+    if (const DepthCosts m = costs(); m.t_1 > 0.0) {
+        t_1 = m.t_1;
+        c_v = m.c_v;
+    }
+    int    m       = 0;
+    double reached = 1.0;
+    while (m < config_.forced_max && (reached *= p) * t_1 > c_v) ++m;
+    if (m > 0) {
+        forced_idle_rounds_ = 0;
+        return m;
+    }
+    if (++forced_idle_rounds_ < config_.forced_probe_interval) return 0;
+    forced_idle_rounds_ = 0;
+    return config_.forced_max;
+}
+
 void DepthController::observe(const RoundObservation & round) {
     const int k        = std::max(0, round.k_planned);
     const int drafted  = std::max(0, round.n_drafted);
@@ -204,6 +225,12 @@ void DepthController::observe(const RoundObservation & round) {
     } else {
         acc_a_ *= config_.alpha_forget_idle;
         acc_b_ *= config_.alpha_forget_idle;
+    }
+
+    if (const int forced = std::max(0, round.n_forced); forced > 0) {
+        const int ok = std::clamp(round.n_forced_accepted, 0, forced);
+        forced_a_    = config_.alpha_forget * forced_a_ + ok;
+        forced_b_    = config_.alpha_forget * forced_b_ + (ok < forced ? 1 : 0);
     }
 
     if (round.verify_s > 0.0) {

@@ -21,6 +21,7 @@ struct RoundObservation {
     // Grammar-forced tokens verified ahead of the drafts: free to propose, so they are not
     // part of k or of the acceptance estimate, but the target verified their positions.
     int    n_forced   = 0;
+    int    n_forced_accepted = 0; // longest accepted prefix of the forced tokens
     // False when the target rejected a forced token: the drafts behind it were never judged,
     // so they say nothing about acceptance (they still cost drafting and verify time).
     bool   drafts_judged = true;
@@ -56,6 +57,8 @@ struct DepthConfig {
     int    probe_interval_min = 8;    // zero rounds before a probe; doubles per probe that
                                       // confirms 0, a surprising full accept probes again
     int    probe_interval_max = 128;
+    int    forced_max            = 16; // forced tokens per round, at most
+    int    forced_probe_interval = 16; // rounds between forced probes while parked
 };
 
 struct DepthStats {
@@ -88,6 +91,12 @@ class DepthController {
 
     // Depth for the next round: best_k(), or a probe after a run of zeros.
     int  plan();
+    // How many grammar-forced tokens the next round may verify ahead of its drafts. Finding
+    // them costs no model time, but each verified position costs c_v, and the target may
+    // spell the text differently (then the rest of the run is wasted): the i-th forced token
+    // is worth it while P(tokens 1..i accepted) * t_1 > c_v. 0 parks forced drafting; it is
+    // probed again every `forced_probe_interval` rounds.
+    int  plan_forced();
     // What the round did; call once per round, also when it drafted nothing.
     void observe(const RoundObservation & round);
 
@@ -140,6 +149,11 @@ class DepthController {
     int  failed_probes_ = 0;     // probes in a row that confirmed 0: the back-off exponent
     bool probe_pending_ = false; // the last plan() was a probe
     bool probe_again_   = false; // the last probe was a surprising full accept
+
+    // Forced-token acceptance, per token, as a censored geometric like alpha.
+    double forced_a_           = 0.0;
+    double forced_b_           = 0.0;
+    int    forced_idle_rounds_ = 0;
 
     DepthStats stats_;
 };

@@ -325,6 +325,32 @@ TEST(DepthController, ForcedPositionsCostVerificationButNotAcceptance) {
     EXPECT_EQ(dc.stats().accepted, 0);
 }
 
+// Forced text is verified while the target tends to accept it and verifying is cheap; a
+// target that keeps spelling it differently parks it, with a probe now and then.
+TEST(DepthController, ForcedTextFollowsItsAcceptance) {
+    const auto observe = [](DepthController & dc, int forced, int ok, double verify_s) {
+        RoundObservation r;
+        r.k_planned         = dc.plan();
+        r.n_forced          = forced;
+        r.n_forced_accepted = ok;
+        r.verify_s          = verify_s;
+        dc.observe(r);
+    };
+    DepthController good{DepthPrior{}};
+    EXPECT_GT(good.plan_forced(), 0); // optimistic at first
+    for (int i = 0; i < 50; ++i) observe(good, 8, 8, 0.010 + 8 * 0.0002);
+    EXPECT_EQ(good.plan_forced(), DepthConfig{}.forced_max);
+
+    DepthController bad{DepthPrior{}};
+    for (int i = 0; i < 50; ++i) observe(bad, 1 + i % 6, 0, 0.010 + (1 + i % 6) * 0.004); // spread: t_1 and c_v separate
+    int probes = 0;
+    for (int i = 0; i < 64; ++i) probes += bad.plan_forced() > 0 ? 1 : 0;
+    EXPECT_EQ(probes, 64 / DepthConfig{}.forced_probe_interval);
+
+    DepthController off{DepthPrior{}, 0};
+    EXPECT_EQ(off.plan_forced(), 0);
+}
+
 TEST(DepthController, CountersAddUp) {
     DepthController dc{DepthPrior{}};
     SimDrafter      sim(sim_params(0.7, 0.1), 12);
