@@ -63,7 +63,8 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     opts_(opts),
     n_ctx_(static_cast<uint32_t>(clamp_ctx(opts.num_ctx, model_->n_ctx_train()))),
     // A verify batch holds 1 + forced + k tokens, whatever num_batch says.
-    batch_(std::max({1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_)), 1 + k_forced_max + k_spec_max}), 1) {
+    batch_(std::max({1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_)), 1 + k_forced_max + k_spec_max}), 1),
+    speller_(*model_) {
     ensure_backend();
     const int32_t n_ctx     = static_cast<int32_t>(n_ctx_);
     const int32_t n_threads = opts.num_thread > 0 ? opts.num_thread : default_threads(*model_);
@@ -130,15 +131,15 @@ int32_t Session::prefill(const std::vector<llama_token> & prompt, const std::ato
     return last_idx;
 }
 
-std::vector<llama_token> Session::forced_tokens(const grammar::Constraint & state, int max_tokens) {
-    const std::string text = state.forced_text(k_forced_max_bytes);
-    if (text.empty()) return {};
-    // Our own spelling of the text; the target may split it differently, and then simply
-    // rejects the run where its tokens diverge.
-    std::vector<llama_token> tokens = model_->vocab_index().tokenize_greedy(text);
-    if (tokens.size() > size_t(max_tokens)) tokens.resize(size_t(max_tokens));
-    tokens.resize(state.legal_prefix(tokens));
-    return tokens;
+Session::Forced Session::forced_tokens(const grammar::Constraint & state, llama_token prev, int max_tokens) {
+    Forced f;
+    f.text = state.forced_text(k_forced_max_bytes);
+    if (f.text.empty()) return f;
+    // The target may still spell the text differently; it then rejects the run where the
+    // tokens diverge, and the speller learns its choice.
+    f.tokens = speller_.spell(prev, f.text, size_t(max_tokens));
+    f.tokens.resize(state.legal_prefix(f.tokens));
+    return f;
 }
 
 void Session::shift_context(int32_t n_keep) {
@@ -274,12 +275,14 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         std::vector<spec::TokenDist> dists;  // (n_forced + n_drafted): what each was drawn from
         int                          n_forced = 0;
         std::optional<grammar::Constraint> after_forced;
+        Forced                             forced;
         const grammar::Constraint *        state = sampler.constraint();
         int64_t grammar_round_ns = 0;
         const int forced_cap = state && budget > 0 && !opts.draft_fixed_k ? depth.plan_forced()
                                : state && budget > 0 && *opts.draft_fixed_k > 0 ? k_forced_max : 0;
         if (forced_cap > 0) {
-            drafts   = forced_tokens(*state, std::min({budget, k_forced_max, forced_cap}));
+            forced   = forced_tokens(*state, last, std::min({budget, k_forced_max, forced_cap}));
+            drafts   = forced.tokens;
             n_forced = static_cast<int>(drafts.size());
             for (llama_token t : drafts) dists.push_back(spec::TokenDist::point(t));
             if (n_forced > 0) {
@@ -325,8 +328,9 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         cached_.push_back(last);
 
         // 4. Verify position by position; the chain state always matches what is committed.
-        int         n_accepted = 0;
-        llama_token next       = -1;
+        int              n_accepted = 0;
+        llama_token      next       = -1;
+        std::string_view forced_rest = forced.text; // what is still forced at position i < n_forced
         for (size_t i = 0; i <= drafts.size(); ++i) {
             const spec::TokenDist p = sampler.distribution(ctx_.get(), static_cast<int32_t>(i));
             bool                  accepted = false;
@@ -339,6 +343,10 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
                 next = choose(p);
             }
             sampler.accept(next);
+            if (i < size_t(n_forced)) {
+                speller_.learn(i == 0 ? last : drafts[i - 1], forced_rest, next);
+                forced_rest.remove_prefix(std::min(forced_rest.size(), model_->token_piece(next).size()));
+            }
             done = gen.commit(next);
             if (!accepted || done) break;
             ++n_accepted;

@@ -4,6 +4,7 @@
 // shares a prefix with the previous one (a chat that goes on) only evaluates the new part.
 #include "core/options.h"
 #include "engine/draft_model.h"
+#include "engine/forced_speller.h"
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "grammar/constraint.h"
@@ -58,8 +59,13 @@ class Session {
     int32_t prefill(const std::vector<llama_token> & prompt, const std::atomic<bool> & cancel,
                     GenerateStats & stats);
     void    decode_or_throw(const std::atomic<bool> & cancel);
-    // The tokens of the text `state` forces (at most `max_tokens`), empty where it forces none.
-    std::vector<llama_token> forced_tokens(const grammar::Constraint & state, int max_tokens);
+    // The text `state` forces after `prev`, and its tokens (at most `max_tokens`) as the
+    // target is likely to spell it. Empty where the grammar forces nothing.
+    struct Forced {
+        std::string              text;
+        std::vector<llama_token> tokens;
+    };
+    Forced forced_tokens(const grammar::Constraint & state, llama_token prev, int max_tokens);
     void    shift_context(int32_t n_keep);
 
     std::shared_ptr<Model>      model_;
@@ -72,6 +78,7 @@ class Session {
     spec::NgramDrafter          ngram_;
     spec::FirstOfDrafters       drafters_; // prompt lookup first (free), then the draft model
     spec::DepthPrior            prior_;
+    ForcedSpeller               speller_; // learns how the target spells forced text
     const std::atomic<bool> *   cancel_ = nullptr; // read by llama.cpp's abort callback
 };
 

@@ -33,7 +33,8 @@ VocabIndex::VocabIndex(const llama_vocab * vocab) : vocab_(vocab) {
     std::unordered_map<std::string, size_t> char_slot; // characters already listed
     const auto add = [&](llama_token t, std::string p) {
         if (p.size() <= k_max_indexed_piece && by_piece_.emplace(p, t).second) {
-            max_piece_ = std::max(max_piece_, p.size());
+            max_piece_            = std::max(max_piece_, p.size());
+            piece_len_[size_t(t)] = static_cast<uint8_t>(p.size());
         }
         const auto c = static_cast<unsigned char>(p[0]);
         if (utf8_len(c) != p.size() || char_slot.count(p)) return;
@@ -46,6 +47,7 @@ VocabIndex::VocabIndex(const llama_vocab * vocab) : vocab_(vocab) {
     // tokenizer's pick); an SPM vocabulary has "\n" only as the byte token <0x0A>.
     std::vector<llama_token> bytes;
     first_byte_.assign(size_t(n), -1);
+    piece_len_.assign(size_t(n), 0);
     byte_token_.fill(-1);
     for (llama_token t = 0; t < n; ++t) {
         if (llama_vocab_is_eog(vocab, t)) {
@@ -70,19 +72,20 @@ VocabIndex::VocabIndex(const llama_vocab * vocab) : vocab_(vocab) {
     }
 }
 
+llama_token VocabIndex::longest_prefix_token(std::string_view text) const {
+    for (size_t len = std::min(max_piece_, text.size()); len > 0; --len) {
+        if (auto it = by_piece_.find(std::string(text.substr(0, len))); it != by_piece_.end()) return it->second;
+    }
+    return -1;
+}
+
 std::vector<llama_token> VocabIndex::tokenize_greedy(std::string_view text) const {
     std::vector<llama_token> out;
-    size_t                   i = 0;
-    while (i < text.size()) {
-        size_t len = std::min(max_piece_, text.size() - i);
-        for (; len > 0; --len) {
-            if (auto it = by_piece_.find(std::string(text.substr(i, len))); it != by_piece_.end()) {
-                out.push_back(it->second);
-                break;
-            }
-        }
-        if (len == 0) break;
-        i += len;
+    while (!text.empty()) {
+        const llama_token t = longest_prefix_token(text);
+        if (t < 0) break;
+        out.push_back(t);
+        text.remove_prefix(piece_length(t));
     }
     return out;
 }

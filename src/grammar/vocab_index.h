@@ -38,6 +38,9 @@ class VocabIndex {
     // this token is legal exactly when some token starting with b can be.
     llama_token byte_token(unsigned char b) const { return byte_token_[b]; }
 
+    // The normal token with the longest piece that `text` starts with, -1 if none.
+    llama_token longest_prefix_token(std::string_view text) const;
+
     // Longest-match tokenization of `text` into normal tokens whose pieces spell it exactly;
     // stops early (returns a shorter run) at a byte no token starts with.
     std::vector<llama_token> tokenize_greedy(std::string_view text) const;
@@ -49,7 +52,10 @@ class VocabIndex {
     std::vector<llama_token>                     eog_;
     std::vector<int16_t>                         first_byte_; // (n_vocab)
     std::array<llama_token, 256>                 byte_token_;
+    size_t piece_length(llama_token t) const { return piece_len_[size_t(t)]; }
+
     std::unordered_map<std::string, llama_token> by_piece_;
+    std::vector<uint8_t>                         piece_len_; // (n_vocab): length of indexed pieces
     size_t                                       max_piece_ = 0;
 };
 

@@ -2,6 +2,7 @@
 // text), forced text proposed as drafts, the draft model drafting under the grammar, and
 // prompt lookup cut by it. Answers must be the ones decoding without any drafts gives.
 #include "core/error.h"
+#include "engine/forced_speller.h"
 #include "engine/session.h"
 #include "grammar/constraint.h"
 #include "grammar/vocab_index.h"
@@ -185,6 +186,40 @@ TEST(Constraint, LegalTopEqualsFullMaskThenTopK) {
             llama_token_data_array one{again.data(), again.size(), -1, false};
             EXPECT_EQ(c.best_legal(one), expected[0].id);
         }
+    }
+}
+
+// The speller spells forced text the way the target did before, else by longest match.
+TEST(ForcedSpeller, FollowsTheTargetsChoices) {
+    auto          model = fixtures::shared_model("tiny.gguf");
+    const auto &  ix    = tiny_index();
+    ForcedSpeller speller(*model);
+    const std::string text = "\",\"bbox\":[";
+    const llama_token prev = ix.longest_prefix_token("cat");
+    EXPECT_EQ(speller.spell(prev, text, 16), ix.tokenize_greedy(text));
+    EXPECT_EQ(speller.spell(prev, text, 1).size(), 1u);
+
+    // The target chose '"' then ',' where the longest match would take more at once.
+    const llama_token quote = ix.longest_prefix_token("\"");
+    const llama_token comma = ix.longest_prefix_token(",");
+    ASSERT_EQ(model->token_piece(quote), "\"");
+    speller.learn(prev, text, quote);
+    speller.learn(quote, text.substr(1), comma);
+    const auto spelled = speller.spell(prev, text, 16);
+    ASSERT_GE(spelled.size(), 3u);
+    EXPECT_EQ(spelled[0], quote);
+    EXPECT_EQ(spelled[1], comma);
+    std::string joined;
+    for (llama_token t : spelled) joined += model->token_piece(t);
+    EXPECT_EQ(joined, text);
+    // Another previous token: no memory there.
+    EXPECT_EQ(speller.spell(comma, text, 16), ix.tokenize_greedy(text));
+
+    // A choice that ran past the forced text ends the spelling with it.
+    const llama_token bracket_digit = ix.longest_prefix_token("[1");
+    if (model->token_piece(bracket_digit) == "[1") {
+        speller.learn(prev, "[", bracket_digit);
+        EXPECT_EQ(speller.spell(prev, "[", 16), std::vector<llama_token>{bracket_digit});
     }
 }
 
