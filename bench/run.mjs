@@ -77,15 +77,18 @@ const counters = ['drafted', 'accepted', 'forced', 'forced_accepted', 'grammar_t
 async function runCell(spec, cell, engines, servers) {
   const schema = cell.format !== undefined ? spec.schemas[cell.format] : undefined;
   const constrained = (e) => schema !== undefined && e.constrained !== false;
-  const request = (e) => ({ prompt: cell.prompt, numPredict: cell.num_predict, draft: e.draft,
-                            schema: constrained(e) ? schema : undefined });
+  // "{run}" in a prompt is replaced by the run's number: each run asks a different question
+  // (all engines the same one), so nothing a server learned from an earlier run's identical
+  // answer (specd's forced-text spelling, any prompt cache) makes a later run look faster.
+  const request = (e, run) => ({ prompt: cell.prompt.replaceAll('{run}', String(run)), numPredict: cell.num_predict,
+                                 draft: e.draft, schema: constrained(e) ? schema : undefined });
   const acc = engines.map(() => ({ tps: [], tokens: [], sums: {}, answers: [], text: null }));
-  for (let i = 0; i < servers.length; ++i) await generate(servers[i], request(engines[i])); // warm-up
+  for (let i = 0; i < servers.length; ++i) await generate(servers[i], request(engines[i], 0)); // warm-up
   // Runs interleave (run 1 of each engine, then run 2 ...), so a slow minute on a shared
   // machine hits all engines alike.
   for (let run = 0; run < spec.runs; ++run) {
     for (let i = 0; i < servers.length; ++i) {
-      const r = await generate(servers[i], request(engines[i]));
+      const r = await generate(servers[i], request(engines[i], run + 1));
       const a = acc[i];
       a.tps.push(r.tps);
       a.tokens.push(r.tokens);

@@ -76,7 +76,7 @@ describe('speculation', () => {
 
   test('format with fixed keys: forced text and model drafts are proposed and accepted', async () => {
     const { client } = h.srv;
-    const format = {
+    const item = {
       type: 'object',
       properties: {
         label: { type: 'string', maxLength: 8 },
@@ -84,24 +84,32 @@ describe('speculation', () => {
       },
       required: ['label', 'bbox'],
     };
+    const format = { type: 'array', items: item, minItems: 6, maxItems: 6 };
+    // The depth controller drafts only while drafting pays, which on these tiny models it
+    // barely does: the counts are summed over both requests.
+    const total = { forced: 0, drafted: 0, accepted: 0 };
     for (const stream of [false, true]) {
-      const on = await client.generate({ model: 'pair', prompt: 'Objects:', format, stream, options: greedy(120) });
+      const on = await client.generate({ model: 'pair', prompt: 'Objects:', format, stream, options: greedy(400) });
       let final = on, text = on.response;
       if (stream) { text = ''; for await (const p of on) { text += p.response; final = p; } }
       const off = await client.generate({ model: 'pair', prompt: 'Objects:', format, stream: false,
-        options: greedy(120, { draft_num_predict: 0 }) });
+        options: greedy(400, { draft_num_predict: 0 }) });
       assert.equal(text, off.response);
       assert.equal(final.done_reason, 'stop');
       const j = JSON.parse(text);
-      assert.deepEqual(Object.keys(j), ['label', 'bbox']);
-      assert.equal(j.bbox.length, 4);
+      assert.equal(j.length, 6);
+      for (const o of j) {
+        assert.deepEqual(Object.keys(o), ['label', 'bbox']);
+        assert.equal(o.bbox.length, 4);
+      }
       const s = final.speculation;
       checkCounters(s);
-      assert.ok(s.forced > 0, `forced ${s.forced}`);
-      assert.ok(s.drafted > 0, `drafted ${s.drafted}`);
-      assert.ok(s.accepted > 0, `accepted ${s.accepted}`);
+      for (const k of Object.keys(total)) total[k] += s[k];
       assert.equal(off.speculation.forced + off.speculation.drafted, 0);
     }
+    assert.ok(total.forced > 0, `forced ${total.forced}`);
+    assert.ok(total.drafted > 0, `drafted ${total.drafted}`);
+    assert.ok(total.accepted > 0, `accepted ${total.accepted}`);
   });
 
   test('prompt lookup drafts on a model without a draft', async () => {
