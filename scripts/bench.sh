@@ -5,8 +5,17 @@
 #   usage: scripts/bench.sh [CELLS.json] [--cells NAME,NAME] [--runs N] [--num-predict N] [--out DIR]
 # The options go to bench/run.mjs; a smoke run, e.g.
 #   scripts/bench.sh bench/speculation.json --cells bbox-medium --runs 1 --num-predict 64 --out /tmp/bench
+# `scripts/bench.sh grammar` instead times the grammar's operations per token on a 32k and a
+# 151k vocabulary for the cell file's schemas (bench/results/grammar-cost.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [ "${1:-}" = grammar ]; then
+  bash scripts/setup.sh
+  cmake --preset release >/dev/null
+  cmake --build --preset release --target specd-grammar-cost
+  exec node bench/grammar_cost.mjs bench/speculation.json bench/grammar-answers.json \
+    --tool build/bin/specd-grammar-cost --models "$(bash scripts/llama.sh source)/models" --out bench/results
+fi
 cells=bench/speculation.json
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then cells=$1; shift; fi
 

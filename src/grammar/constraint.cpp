@@ -25,26 +25,39 @@ Constraint::Constraint(const VocabIndex & index, const std::string & gbnf) :
     if (!g_) throw bad_request("invalid grammar for format");
 }
 
-Constraint Constraint::clone() const { return Constraint(index_, engine::sampler_ptr(llama_sampler_clone(g_.get()))); }
+Constraint Constraint::clone() const {
+    return Constraint(index_, engine::sampler_ptr(llama_sampler_clone(g_.get())), utf8_);
+}
 
-bool Constraint::allows(llama_token token) const { return allowed_by(g_.get(), token); }
+bool Constraint::allows(llama_token token) const { return utf8_ok(utf8_, token) && allowed_by(g_.get(), token); }
 
 void Constraint::accept(llama_token token) {
     if (!allows(token)) throw Error(ErrorKind::internal, "token " + std::to_string(token) + " is not allowed by the grammar");
     llama_sampler_accept(g_.get(), token);
+    if (index_->first_byte(token) >= 0) utf8_.feed(index_->grammar_piece(token));
 }
 
 size_t Constraint::legal_prefix(std::span<const llama_token> tokens) const {
     if (tokens.empty()) return 0;
     engine::sampler_ptr g(llama_sampler_clone(g_.get()));
+    Utf8Validator       utf8 = utf8_;
     for (size_t i = 0; i < tokens.size(); ++i) {
-        if (!allowed_by(g.get(), tokens[i])) return i;
-        if (i + 1 < tokens.size()) llama_sampler_accept(g.get(), tokens[i]);
+        if (!utf8_ok(utf8, tokens[i]) || !allowed_by(g.get(), tokens[i])) return i;
+        if (i + 1 < tokens.size()) {
+            llama_sampler_accept(g.get(), tokens[i]);
+            if (index_->first_byte(tokens[i]) >= 0) utf8.feed(index_->grammar_piece(tokens[i]));
+        }
     }
     return tokens.size();
 }
 
-void Constraint::apply(llama_token_data_array & candidates) const { llama_sampler_apply(g_.get(), &candidates); }
+void Constraint::apply(llama_token_data_array & candidates) const {
+    llama_sampler_apply(g_.get(), &candidates);
+    for (size_t i = 0; i < candidates.size; ++i) {
+        auto & c = candidates.data[i];
+        if (!std::isinf(c.logit) && !utf8_ok(utf8_, c.id)) c.logit = -INFINITY;
+    }
+}
 
 size_t Constraint::legal_top(llama_token_data_array & arr, size_t k) const {
     // Blocks of candidates in descending logit order, each checked with one grammar pass:
@@ -87,7 +100,7 @@ size_t Constraint::legal_top(llama_token_data_array & arr, size_t k) const {
         llama_token_data * const hi = lo + std::min(block, static_cast<size_t>(last - lo));
         if (hi < last) std::nth_element(lo, hi - 1, last, by_logit);
         llama_token_data_array part{lo, static_cast<size_t>(hi - lo), -1, false};
-        apply(part);
+        apply(part); // the grammar and UTF-8 validity
         legal.clear();
         for (const llama_token_data * c = lo; c < hi; ++c) {
             if (!std::isinf(c->logit)) legal.push_back(*c);
@@ -114,12 +127,17 @@ llama_token Constraint::best_legal(llama_token_data_array & arr) const {
 Constraint::Snapshot Constraint::snapshot() const {
     Snapshot s;
     s.state_.reset(llama_sampler_clone(g_.get()));
+    s.utf8_ = utf8_;
     return s;
 }
 
-void Constraint::rollback(const Snapshot & s) { g_.reset(llama_sampler_clone(s.state_.get())); }
+void Constraint::rollback(const Snapshot & s) {
+    g_.reset(llama_sampler_clone(s.state_.get()));
+    utf8_ = s.utf8_;
+}
 
 std::string Constraint::forced_text(size_t max_bytes) const {
+    if (utf8_.mid_character()) return ""; // the probe speaks whole characters
     const VocabIndex &            index = *index_;
     std::string                   out;
     engine::sampler_ptr           copy; // cloned only once a character is forced

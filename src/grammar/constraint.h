@@ -4,6 +4,7 @@
 // speculation need: test or accept a token, validate a draft run without advancing, snapshot
 // and roll back, the full-vocabulary mask, and the text the grammar forces from here.
 #include "engine/llama_handles.h"
+#include "grammar/utf8_validator.h"
 #include "grammar/vocab_index.h"
 
 #include <span>
@@ -44,6 +45,7 @@ class Constraint {
     class Snapshot {
         friend class Constraint;
         engine::sampler_ptr state_;
+        Utf8Validator       utf8_;
     };
     Snapshot snapshot() const;
     void     rollback(const Snapshot & s);
@@ -58,10 +60,17 @@ class Constraint {
     std::string forced_text(size_t max_bytes) const;
 
   private:
-    Constraint(const VocabIndex * index, engine::sampler_ptr g) : index_(index), g_(std::move(g)) {}
+    Constraint(const VocabIndex * index, engine::sampler_ptr g, Utf8Validator utf8) :
+        index_(index), g_(std::move(g)), utf8_(utf8) {}
+
+    // Whether `token` keeps the answer valid UTF-8 after `v` (end of generation always does).
+    bool utf8_ok(const Utf8Validator & v, llama_token token) const {
+        return index_->first_byte(token) < 0 || v.accepts(index_->grammar_piece(token));
+    }
 
     const VocabIndex *  index_;
     engine::sampler_ptr g_;
+    Utf8Validator       utf8_; // the answer's bytes so far (see utf8_validator.h)
 };
 
 } // namespace specd::grammar

@@ -47,6 +47,7 @@ VocabIndex::VocabIndex(const llama_vocab * vocab) : vocab_(vocab) {
     // tokenizer's pick); an SPM vocabulary has "\n" only as the byte token <0x0A>.
     std::vector<llama_token> bytes;
     first_byte_.assign(size_t(n), -1);
+    grammar_pieces_.assign(size_t(n), std::string());
     piece_len_.assign(size_t(n), 0);
     byte_token_.fill(-1);
     for (llama_token t = 0; t < n; ++t) {
@@ -59,6 +60,7 @@ VocabIndex::VocabIndex(const llama_vocab * vocab) : vocab_(vocab) {
             const auto b           = static_cast<unsigned char>(g[0]);
             first_byte_[size_t(t)] = b;
             if (g.size() == 1 && byte_token_[b] < 0) byte_token_[b] = t;
+            grammar_pieces_[size_t(t)] = g;
         }
         const auto attr = llama_vocab_get_attr(vocab, t);
         if (attr & LLAMA_TOKEN_ATTR_BYTE) bytes.push_back(t);

@@ -33,6 +33,9 @@ class VocabIndex {
     // The first byte of `token`'s text as the grammar sees it, or -1 for tokens the grammar
     // judges otherwise (end of generation, empty pieces).
     int first_byte(llama_token token) const { return first_byte_[size_t(token)]; }
+    // `token`'s text as the grammar sees it (control tokens rendered), empty for
+    // end-of-generation tokens.
+    std::string_view grammar_piece(llama_token token) const { return grammar_pieces_[size_t(token)]; }
     // A token whose whole text is the byte b, -1 if the vocabulary has none. The grammar
     // judges a lone lead byte by whether any character starting with it could follow, so
     // this token is legal exactly when some token starting with b can be.
@@ -50,7 +53,8 @@ class VocabIndex {
     std::vector<CharToken>                       ascii_;
     std::vector<CharToken>                       other_;
     std::vector<llama_token>                     eog_;
-    std::vector<int16_t>                         first_byte_; // (n_vocab)
+    std::vector<int16_t>                         first_byte_;     // (n_vocab)
+    std::vector<std::string>                     grammar_pieces_; // (n_vocab)
     std::array<llama_token, 256>                 byte_token_;
     size_t piece_length(llama_token t) const { return piece_len_[size_t(t)]; }
 

@@ -145,6 +145,40 @@ TEST(Constraint, FullMaskAgreesWithSingleTokenChecks) {
     EXPECT_LT(legal, n / 7 / 2);
 }
 
+// llama.cpp's grammar takes an encoded surrogate as a character; the constraint does not,
+// so a string's length in the answer is the length the grammar counted.
+TEST(Constraint, RefusesInvalidUtf8TheGrammarWouldTake) {
+    auto         model = fixtures::shared_model("tiny.gguf");
+    const auto & ix    = tiny_index();
+    const auto   byte  = [&](unsigned char b) { return ix.byte_token(b); };
+    ASSERT_GE(byte(0xED), 0);
+    ASSERT_GE(byte(0xA0), 0);
+    Constraint c(model->vocab_index(), R"(root ::= "\"" [^"]{1,3} "\"")");
+    accept_text(c, ix, "\"");
+    ASSERT_TRUE(c.allows(byte(0xED)));
+    c.accept(byte(0xED));
+    EXPECT_FALSE(c.allows(byte(0xA0))) << "ED A0 .. encodes a surrogate";
+    EXPECT_TRUE(c.allows(byte(0x9F)));
+    EXPECT_EQ(c.forced_text(64), ""); // mid-character: nothing to probe
+    // The same verdict through the full mask and legal_top.
+    std::vector<llama_token_data> cur{{byte(0xA0), 1.0f, 0.0f}, {byte(0x9F), 0.5f, 0.0f}};
+    llama_token_data_array        arr{cur.data(), cur.size(), -1, false};
+    c.apply(arr);
+    EXPECT_TRUE(std::isinf(cur[0].logit));
+    EXPECT_FALSE(std::isinf(cur[1].logit));
+    std::vector<llama_token_data> cur2{{byte(0xA0), 1.0f, 0.0f}, {byte(0x9F), 0.5f, 0.0f}};
+    llama_token_data_array        arr2{cur2.data(), cur2.size(), -1, false};
+    EXPECT_EQ(c.best_legal(arr2), byte(0x9F));
+    EXPECT_EQ(c.legal_prefix(std::vector<llama_token>{byte(0x9F), byte(0xBF)}), 2u);
+    EXPECT_EQ(c.legal_prefix(std::vector<llama_token>{byte(0xA0)}), 0u);
+    const auto snap = c.snapshot();
+    c.accept(byte(0x9F));
+    c.accept(byte(0xBF)); // U+D7FF
+    EXPECT_FALSE(c.allows(byte(0xBF)));
+    c.rollback(snap);
+    EXPECT_TRUE(c.allows(byte(0x9F)));
+}
+
 // legal_top(k) equals masking the whole vocabulary and then keeping the k best, at states
 // where few tokens are legal (after a digit) and where most are (inside a label).
 TEST(Constraint, LegalTopEqualsFullMaskThenTopK) {
