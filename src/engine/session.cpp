@@ -262,15 +262,14 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
             if (!can_shift) { done = gen.end(DoneReason::length); break; }
             shift_context(n_keep);
         }
-        // 1. Plan the depth; the context and num_predict bound it too (forced text as well).
-        const int room    = n_ctx - static_cast<int>(cached_.size()) - 1;
-        const int budget  = std::min(room, gen.remaining() - 1);
-        const int planned = opts.draft_fixed_k ? *opts.draft_fixed_k : depth.plan();
-
-        // 2. Draft: the text the grammar forces from here (free: no model ran to find it),
-        // then prompt lookup or the draft model under the grammar's state after that text.
-        // Every proposed token is verified by the target below like any draft.
-        const int64_t td0 = now_ns();
+        // 1-2. Plan and draft. First the text the grammar forces from here (free: no model
+        // ran to find it), as much of it as the controller finds worth verifying; then the
+        // depth k of prompt lookup or the draft model under the grammar's state after that
+        // text. The context and num_predict bound both. Every proposed token is verified by
+        // the target below like any draft.
+        const int     room   = n_ctx - static_cast<int>(cached_.size()) - 1;
+        const int     budget = std::min(room, gen.remaining() - 1);
+        const int64_t td0    = now_ns();
         std::vector<llama_token>     drafts; // (n_forced + n_drafted)
         std::vector<spec::TokenDist> dists;  // (n_forced + n_drafted): what each was drawn from
         int                          n_forced = 0;
@@ -278,10 +277,13 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         Forced                             forced;
         const grammar::Constraint *        state = sampler.constraint();
         int64_t grammar_round_ns = 0;
-        const int forced_cap = state && budget > 0 && !opts.draft_fixed_k ? depth.plan_forced()
-                               : state && budget > 0 && *opts.draft_fixed_k > 0 ? k_forced_max : 0;
-        if (forced_cap > 0) {
-            forced   = forced_tokens(*state, last, std::min({budget, k_forced_max, forced_cap}));
+        const bool look_for_forced = state && budget > 0 &&
+                                     (opts.draft_fixed_k ? *opts.draft_fixed_k > 0 : depth.wants_forced());
+        if (look_for_forced) {
+            forced = forced_tokens(*state, last, std::min(budget, k_forced_max));
+            const int use = opts.draft_fixed_k ? static_cast<int>(forced.tokens.size())
+                                               : depth.plan_forced(static_cast<int>(forced.tokens.size()));
+            forced.tokens.resize(size_t(use));
             drafts   = forced.tokens;
             n_forced = static_cast<int>(drafts.size());
             for (llama_token t : drafts) dists.push_back(spec::TokenDist::point(t));
@@ -292,7 +294,8 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
             }
             grammar_round_ns += now_ns() - td0;
         }
-        const int k = std::min(planned, budget - n_forced);
+        const int planned = opts.draft_fixed_k ? *opts.draft_fixed_k : depth.plan(n_forced);
+        const int k       = std::min(planned, budget - n_forced);
         if (k > 0) {
             history_buf.assign(cached_.begin(), cached_.end());
             history_buf.push_back(last);

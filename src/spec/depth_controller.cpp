@@ -27,14 +27,6 @@ double blend(double prior, double measured, double evidence, double evidence_hal
     return (1.0 - eta) * prior + eta * measured;
 }
 
-// Tokens per second of a round with k drafts: the accepted prefix (geometric in alpha) plus
-// the target's own token, over t_1 + k * (c_d + c_v).
-double expected_rate(int k, double alpha, double t_1, double c_draft_verify) {
-    const double tokens = alpha >= 1.0 - 1e-12 ? double(k + 1)
-                                                : (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
-    return tokens / (t_1 + k * c_draft_verify);
-}
-
 } // namespace
 
 void DepthController::WeightedSums::fade(double f) {
@@ -65,6 +57,11 @@ DepthController::DepthController(const DepthPrior & prior, std::optional<int> dr
     const double weight = std::max(0.0, prior.alpha_weight);
     acc_a_              = alpha * weight;
     acc_b_              = (1.0 - alpha) * weight;
+
+    const double fp     = std::clamp(prior.forced_p, 0.0, 1.0);
+    const double fw     = std::max(0.0, prior.forced_weight);
+    forced_a_           = fp * fw;
+    forced_b_           = (1.0 - fp) * fw;
 
     zero_streak_   = std::max(0, prior.zero_streak);
     failed_probes_ = std::clamp(prior.failed_probes, 0, 16);
@@ -125,33 +122,81 @@ DepthCosts DepthController::costs() const {
     return out;
 }
 
-int DepthController::best_k() const {
+double DepthController::forced_p() const {
+    return (k_alpha_base + forced_a_) / (2.0 * k_alpha_base + forced_a_ + forced_b_);
+}
+
+// Expected tokens per second of a round verifying m forced tokens and then k drafts: the
+// forced run is accepted token by token with probability p, and the drafts are judged only
+// behind a fully accepted forced run, so their value is discounted by p^m.
+//   tokens = 1 + (p + ... + p^m) + p^m (a + ... + a^k),  time = t_1 + m c_v + k (c_d + c_v)
+DepthController::RoundPlan DepthController::best_round(int forced_min, int forced_max) const {
     double t_1 = 1.0; // only ratios matter; before any measurement the prior's ratios stand
-    double c   = std::max(0.0, prior_.draft_cost) + std::max(0.0, prior_.verify_cost);
+    double c_d = std::max(0.0, prior_.draft_cost), c_v = std::max(0.0, prior_.verify_cost);
     if (const DepthCosts m = costs(); m.t_1 > 0.0) {
         t_1 = m.t_1;
-        c   = m.c_d + m.c_v;
+        c_d = m.c_d;
+        c_v = m.c_v;
     }
-
-    const double alpha     = alpha_plan();
-    int          best      = 0;
-    double       best_rate = expected_rate(0, alpha, t_1, c);
-    for (int k = 1; k <= cap_; ++k) {
-        const double rate = expected_rate(k, alpha, t_1, c);
-        if (rate > best_rate) {
-            best      = k;
-            best_rate = rate;
+    const double a = alpha_plan(), p = forced_p();
+    RoundPlan    best{forced_min, 0};
+    double       best_rate = -1.0;
+    double       forced_sum = 0.0, p_m = 1.0;
+    for (int m = 0; m <= forced_max; ++m) {
+        if (m > 0) {
+            p_m *= p;
+            forced_sum += p_m;
+        }
+        if (m < forced_min) continue;
+        double draft_sum = 0.0, a_k = 1.0;
+        for (int k = 0; k <= cap_; ++k) {
+            if (k > 0) {
+                a_k *= a;
+                draft_sum += a_k;
+            }
+            const double rate = (1.0 + forced_sum + p_m * draft_sum) / (t_1 + m * c_v + k * (c_d + c_v));
+            if (rate > best_rate) {
+                best      = {m, k};
+                best_rate = rate;
+            }
         }
     }
     return best;
 }
 
-int DepthController::plan() {
+int DepthController::best_k() const { return best_round(0, 0).k; }
+
+bool DepthController::wants_forced() {
+    forced_probe_ = false;
+    if (cap_ == 0) return false;
+    if (best_round(0, config_.forced_max).forced > 0) {
+        forced_idle_rounds_   = 0;
+        forced_failed_probes_ = 0;
+        return true;
+    }
+    // Like depth 0: probe now and then, less often while probes keep confirming it.
+    const int interval = std::min(config_.probe_interval_max, config_.forced_probe_interval << forced_failed_probes_);
+    if (++forced_idle_rounds_ < interval) return false;
+    forced_idle_rounds_   = 0;
+    forced_failed_probes_ = std::min(forced_failed_probes_ + 1, 16);
+    forced_probe_         = true;
+    return true;
+}
+
+int DepthController::plan_forced(int available) const {
+    if (cap_ == 0) return 0;
+    const int n = std::clamp(available, 0, config_.forced_max);
+    return forced_probe_ ? n : best_round(0, n).forced;
+}
+
+int DepthController::plan(int forced) {
     probe_pending_ = false;
     if (cap_ == 0) {
         return 0;
     }
-    if (const int k = best_k(); k > 0) {
+    // Behind a forced run the drafts are worth less (judged only if it is accepted).
+    forced = std::clamp(forced, 0, config_.forced_max);
+    if (const int k = best_round(forced, forced).k; k > 0) {
         zero_streak_   = 0;
         failed_probes_ = 0;
         probe_again_   = false;
@@ -169,27 +214,6 @@ int DepthController::plan() {
     probe_again_   = false;
     probe_pending_ = true;
     return std::clamp(config_.probe_k, 1, cap_);
-}
-
-int DepthController::plan_forced() {
-    if (cap_ == 0) return 0;
-    // One pseudo-success on top of the Jeffreys prior: a request starts out trying forced text.
-    const double p = (k_alpha_base + 1.0 + forced_a_) / (2.0 * k_alpha_base + 1.0 + forced_a_ + forced_b_);
-    double t_1 = 1.0, c_v = std::max(0.0, prior_.verify_cost);
-    if (const DepthCosts m = costs(); m.t_1 > 0.0) {
-        t_1 = m.t_1;
-        c_v = m.c_v;
-    }
-    int    m       = 0;
-    double reached = 1.0;
-    while (m < config_.forced_max && (reached *= p) * t_1 > c_v) ++m;
-    if (m > 0) {
-        forced_idle_rounds_ = 0;
-        return m;
-    }
-    if (++forced_idle_rounds_ < config_.forced_probe_interval) return 0;
-    forced_idle_rounds_ = 0;
-    return config_.forced_max;
 }
 
 void DepthController::observe(const RoundObservation & round) {
@@ -231,6 +255,8 @@ void DepthController::observe(const RoundObservation & round) {
         const int ok = std::clamp(round.n_forced_accepted, 0, forced);
         forced_a_    = config_.alpha_forget * forced_a_ + ok;
         forced_b_    = config_.alpha_forget * forced_b_ + (ok < forced ? 1 : 0);
+        forced_successes_ += ok;
+        forced_failures_ += ok < forced ? 1 : 0;
     }
 
     if (round.verify_s > 0.0) {
@@ -264,6 +290,9 @@ void DepthController::observe(const RoundObservation & round) {
 void DepthController::fold_into(DepthPrior & prior) const {
     // The whole request's censored MLE, not the faded estimate: the prior is about the
     // model's typical acceptance, not the request's last few rounds.
+    if (const int64_t trials = forced_successes_ + forced_failures_; trials > 0) {
+        prior.forced_p = blend(prior.forced_p, double(forced_successes_) / double(trials), double(trials), k_fold_trials);
+    }
     if (const int64_t trials = successes_ + failures_; trials > 0) {
         const double measured = double(successes_) / double(trials);
         prior.alpha           = blend(prior.alpha, measured, double(trials), k_fold_trials);

@@ -39,6 +39,11 @@ struct DepthPrior {
     double  draft_cost   = 0.05; // c_d / t_1
     double  verify_cost  = 0.05; // c_v / t_1
     int64_t requests     = 0;    // requests folded in
+    // Per-token acceptance of grammar-forced tokens, and its pseudo-trials: optimistic until
+    // the model's requests have measured it (a target that spells forced text its own way
+    // should not pay for the optimism again on every request).
+    double  forced_p      = 0.75;
+    double  forced_weight = 2.0;
     // The probing schedule goes on across requests: otherwise every short request would
     // start probing from scratch, and on a model where drafting does not pay those probes
     // (each one also brings the draft model's cache up to date) are a real cost.
@@ -58,7 +63,8 @@ struct DepthConfig {
                                       // confirms 0, a surprising full accept probes again
     int    probe_interval_max = 128;
     int    forced_max            = 16; // forced tokens per round, at most
-    int    forced_probe_interval = 16; // rounds between forced probes while parked
+    int    forced_probe_interval = 16; // rounds between forced probes while parked; doubles
+                                       // per probe up to probe_interval_max
 };
 
 struct DepthStats {
@@ -89,14 +95,17 @@ class DepthController {
                              std::optional<int> draft_num_predict = std::nullopt,
                              const DepthConfig & config = {});
 
-    // Depth for the next round: best_k(), or a probe after a run of zeros.
-    int  plan();
-    // How many grammar-forced tokens the next round may verify ahead of its drafts. Finding
-    // them costs no model time, but each verified position costs c_v, and the target may
-    // spell the text differently (then the rest of the run is wasted): the i-th forced token
-    // is worth it while P(tokens 1..i accepted) * t_1 > c_v. 0 parks forced drafting; it is
-    // probed again every `forced_probe_interval` rounds.
-    int  plan_forced();
+    // Grammar-forced tokens (under `format`) are free to find, but each verified position
+    // costs c_v, the target may spell the text differently (then the rest of the run, and the
+    // drafts behind it, are wasted). A round plans both parts together (best_round):
+    //   wants_forced()      whether to look for forced text at all this round (a forced run
+    //                       that never pays is probed every `forced_probe_interval` rounds);
+    //   plan_forced(n)      how many of the n forced tokens found to verify;
+    //   plan(m)             the depth k of the drafts behind those m forced tokens: best_k(),
+    //                       or a probe after a run of zeros.
+    bool wants_forced();
+    int  plan_forced(int available) const;
+    int  plan(int forced = 0);
     // What the round did; call once per round, also when it drafted nothing.
     void observe(const RoundObservation & round);
 
@@ -104,8 +113,11 @@ class DepthController {
     // proportion to how much it measured (a request that never drafted leaves alpha alone).
     void fold_into(DepthPrior & prior) const;
 
-    // The k in 0..k_cap() with the best expected rate under the current estimates.
+    // The k in 0..k_cap() with the best expected rate under the current estimates (no forced
+    // tokens ahead).
     int        best_k() const;
+    // Per-token acceptance of forced tokens (posterior mean, optimistic at first).
+    double     forced_p() const;
     int        k_cap() const { return cap_; }
     // Posterior mean of alpha, and the optimistic value best_k() uses while exploring.
     double     alpha() const;
@@ -150,10 +162,21 @@ class DepthController {
     bool probe_pending_ = false; // the last plan() was a probe
     bool probe_again_   = false; // the last probe was a surprising full accept
 
+    struct RoundPlan {
+        int forced = 0;
+        int k      = 0;
+    };
+    // The (forced, k) with the best expected rate, forced_min <= forced <= forced_max.
+    RoundPlan best_round(int forced_min, int forced_max) const;
+
     // Forced-token acceptance, per token, as a censored geometric like alpha.
-    double forced_a_           = 0.0;
-    double forced_b_           = 0.0;
+    double  forced_a_           = 0.0;
+    double  forced_b_           = 0.0;
+    int64_t forced_successes_   = 0; // unfaded, for fold_into
+    int64_t forced_failures_    = 0;
     int    forced_idle_rounds_ = 0;
+    bool    forced_probe_         = false; // this round verifies forced text as a probe
+    int     forced_failed_probes_ = 0;     // probes since forced text last paid: the back-off
 
     DepthStats stats_;
 };

@@ -330,25 +330,77 @@ TEST(DepthController, ForcedPositionsCostVerificationButNotAcceptance) {
 TEST(DepthController, ForcedTextFollowsItsAcceptance) {
     const auto observe = [](DepthController & dc, int forced, int ok, double verify_s) {
         RoundObservation r;
-        r.k_planned         = dc.plan();
+        r.k_planned         = dc.plan(forced);
         r.n_forced          = forced;
         r.n_forced_accepted = ok;
         r.verify_s          = verify_s;
         dc.observe(r);
     };
+    const int       max = DepthConfig{}.forced_max;
     DepthController good{DepthPrior{}};
-    EXPECT_GT(good.plan_forced(), 0); // optimistic at first
-    for (int i = 0; i < 50; ++i) observe(good, 8, 8, 0.010 + 8 * 0.0002);
-    EXPECT_EQ(good.plan_forced(), DepthConfig{}.forced_max);
+    EXPECT_TRUE(good.wants_forced()); // optimistic at first
+    EXPECT_GT(good.plan_forced(8), 0);
+    for (int i = 0; i < 50; ++i) observe(good, 1 + i % 8, 1 + i % 8, 0.010 + (1 + i % 8) * 0.0002);
+    EXPECT_TRUE(good.wants_forced());
+    EXPECT_EQ(good.plan_forced(max), max);
+    EXPECT_EQ(good.plan_forced(3), 3); // never more than were found
 
     DepthController bad{DepthPrior{}};
     for (int i = 0; i < 50; ++i) observe(bad, 1 + i % 6, 0, 0.010 + (1 + i % 6) * 0.004); // spread: t_1 and c_v separate
-    int probes = 0;
-    for (int i = 0; i < 64; ++i) probes += bad.plan_forced() > 0 ? 1 : 0;
-    EXPECT_EQ(probes, 64 / DepthConfig{}.forced_probe_interval);
+    std::vector<int> probe_rounds;
+    for (int i = 0; i < 200; ++i) {
+        if (bad.wants_forced()) {
+            probe_rounds.push_back(i);
+            EXPECT_EQ(bad.plan_forced(5), 5); // a probe verifies what it found
+        }
+    }
+    // Intervals 16, 32, 64: each probe that confirms the verdict waits twice as long.
+    const int first = DepthConfig{}.forced_probe_interval;
+    EXPECT_EQ(probe_rounds, (std::vector<int>{first - 1, 3 * first - 1, 7 * first - 1}));
 
     DepthController off{DepthPrior{}, 0};
-    EXPECT_EQ(off.plan_forced(), 0);
+    EXPECT_FALSE(off.wants_forced());
+    EXPECT_EQ(off.plan_forced(5), 0);
+}
+
+// Drafts behind a forced run are judged only if the whole run is accepted: with good drafts
+// and a target that often spells forced text its own way, the round drafts without it.
+TEST(DepthController, ForcedRunsDoNotBlockGoodDrafts) {
+    DepthController dc{DepthPrior{}};
+    for (int i = 0; i < 80; ++i) {
+        RoundObservation r;
+        r.k_planned         = 4;
+        r.n_drafted         = 1 + i % 4;
+        r.n_accepted        = r.n_drafted - (i % 5 == 0 ? 1 : 0); // alpha ~0.9
+        r.n_forced          = 1 + i % 3;
+        r.n_forced_accepted = i % 4 == 0 ? r.n_forced : 0; // the forced run mostly rejected
+        r.drafts_judged     = r.n_forced_accepted == r.n_forced;
+        r.draft_s           = r.n_drafted * 0.001;
+        r.verify_s          = 0.020 + (r.n_drafted + r.n_forced) * 0.0005;
+        dc.observe(r);
+    }
+    EXPECT_LT(dc.forced_p(), 0.5);
+    EXPECT_GT(dc.best_k(), 0);
+    EXPECT_EQ(dc.plan_forced(6), 0);
+    EXPECT_GT(dc.plan(0), dc.plan(6)) << "drafts behind a doubtful forced run are worth less";
+}
+
+// What a request learned about forced text carries to the next one on the model.
+TEST(DepthController, ForcedAcceptanceIsFoldedIntoThePrior) {
+    DepthPrior      prior;
+    DepthController first{prior};
+    const double    optimistic = first.forced_p();
+    for (int i = 0; i < 40; ++i) {
+        RoundObservation r;
+        r.n_forced          = 3;
+        r.n_forced_accepted = 0;
+        r.verify_s          = 0.01;
+        first.observe(r);
+    }
+    first.fold_into(prior);
+    EXPECT_LT(prior.forced_p, 0.75);
+    DepthController second{prior};
+    EXPECT_LT(second.forced_p(), optimistic);
 }
 
 TEST(DepthController, CountersAddUp) {
