@@ -34,8 +34,9 @@ json parse_body(std::string_view body) {
     json j;
     try {
         j = json::parse(body);
-    } catch (const json::parse_error & e) {
-        // nlohmann's message says where and why (including ill-formed UTF-8).
+    } catch (const json::exception & e) {
+        // nlohmann's message says where and why: ill-formed UTF-8 (parse_error), or a number
+        // beyond double range such as 1e999 (out_of_range, which would otherwise be a 500).
         throw bad_request(std::string("invalid JSON: ") + e.what());
     }
     if (!j.is_object()) throw bad_request("request body must be a JSON object");

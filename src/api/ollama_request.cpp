@@ -4,6 +4,7 @@
 #include "grammar/json_schema.h"
 
 #include <cmath>
+#include <cstdio>
 #include <regex>
 #include <set>
 
@@ -16,6 +17,18 @@ namespace {
 const std::set<std::string> k_placement_options = {
     "num_gpu", "main_gpu", "low_vram", "f16_kv", "use_mlock", "numa", "vocab_only", "logits_all",
 };
+
+std::string format_bound(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.15g", v);
+    return buf;
+}
+
+void check_sampling_range(const char * name, const std::optional<double> & v, double min, double max) {
+    if (v && (*v < min || *v > max)) {
+        throw bad_request(std::string(name) + " must be between " + format_bound(min) + " and " + format_bound(max));
+    }
+}
 
 void reject_unimplemented(const json & body, PromptSpec::Kind kind) {
     if (auto it = body.find("images"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
@@ -157,14 +170,28 @@ void apply_options(const models::Parameters & model_params, const json & request
     if (p.draft_num_predict) g.draft_num_predict = *p.draft_num_predict;
     if (p.num_keep) g.num_keep = *p.num_keep < 0 ? c.num_ctx : *p.num_keep;
     if (!p.stop.empty()) g.stop = p.stop;
-    if (p.temperature) s.temperature = static_cast<float>(*p.temperature);
+    // The sampler works in 32-bit floats: these bounds keep every logit finite (1e39 is inf
+    // as a float, a logit divided by a repeat_penalty of 1e-40 overflows to inf, -inf/inf is
+    // NaN), and an inf or NaN logit leaves nothing to sample.
+    check_sampling_range("temperature", p.temperature, 0, k_max_sampling_factor);
+    check_sampling_range("repeat_penalty", p.repeat_penalty, 0, k_max_sampling_factor);
+    check_sampling_range("presence_penalty", p.presence_penalty, -k_max_sampling_factor, k_max_sampling_factor);
+    check_sampling_range("frequency_penalty", p.frequency_penalty, -k_max_sampling_factor, k_max_sampling_factor);
+    // Below this a temperature samples the argmax anyway; greedy decoding gives it exactly.
+    if (p.temperature) s.temperature = *p.temperature < k_min_temperature ? 0.0f : static_cast<float>(*p.temperature);
     if (p.top_k) s.top_k = *p.top_k;
     if (p.top_p) s.top_p = static_cast<float>(*p.top_p);
     if (p.min_p) s.min_p = static_cast<float>(*p.min_p);
     if (p.typical_p) s.typical_p = static_cast<float>(*p.typical_p);
+    if (p.repeat_penalty && *p.repeat_penalty <= 0) throw bad_request("repeat_penalty must be greater than 0 (1 disables it)");
+    if (p.repeat_penalty && *p.repeat_penalty < k_min_repeat_penalty) {
+        throw bad_request("repeat_penalty must be at least " + format_bound(k_min_repeat_penalty) + " (1 disables it)");
+    }
     if (p.repeat_penalty) s.repeat_penalty = static_cast<float>(*p.repeat_penalty);
-    if (s.repeat_penalty <= 0.0f) throw bad_request("repeat_penalty must be greater than 0 (1 disables it)");
+    // The penalty window is a buffer of that many tokens: a window longer than the context
+    // penalizes nothing more, so it is the context.
     if (p.repeat_last_n) s.repeat_last_n = *p.repeat_last_n < 0 ? c.num_ctx : *p.repeat_last_n;
+    s.repeat_last_n = std::min(s.repeat_last_n, c.num_ctx);
     if (p.presence_penalty) s.presence_penalty = static_cast<float>(*p.presence_penalty);
     if (p.frequency_penalty) s.frequency_penalty = static_cast<float>(*p.frequency_penalty);
     if (p.seed) s.seed = *p.seed;

@@ -31,6 +31,38 @@ void send_error(httplib::Response & res, ErrorKind kind, const std::string & mes
 
 std::string ndjson_line(const json & j) { return serialise(j) + "\n"; }
 
+// Blob uploads stream to disk whatever their size; every other body is read into memory
+// whole, so it is capped at max_body_bytes.
+bool is_blob_upload(const httplib::Request & req) {
+    return req.method == "POST" && req.path.rfind("/api/blobs/", 0) == 0;
+}
+
+void send_body_too_large(httplib::Response & res, size_t max_body_bytes) {
+    send_json(res, 413, error_body("request body is larger than " + std::to_string(max_body_bytes) +
+                                   " bytes (the limit, SPECD_MAX_BODY)"));
+}
+
+// A request httplib cannot parse (headers, URI) is answered by httplib itself, and only its
+// error logger is told why: the reason is kept here for the error handler, which runs next,
+// on the same thread, for the same request.
+thread_local const httplib::Request * t_refused_request = nullptr;
+thread_local httplib::Error           t_refused_why     = httplib::Error::Success;
+
+std::string refusal_message(httplib::Error why) {
+    switch (why) {
+        case httplib::Error::InvalidHeaders:
+            return "invalid request headers (at most " + std::to_string(CPPHTTPLIB_HEADER_MAX_COUNT) +
+                   " header fields, each line at most " + std::to_string(CPPHTTPLIB_HEADER_MAX_LENGTH) + " bytes)";
+        // llama.cpp builds cpp-httplib with its own URI limit (32768, not this header's
+        // CPPHTTPLIB_REQUEST_URI_MAX_LENGTH), and a request line over 32 KiB is dropped unanswered
+        // before this check: the number here would be wrong, so it is left out.
+        case httplib::Error::ExceedUriMaxLength: return "request URI is too long";
+        case httplib::Error::InvalidRequestLine: return "invalid HTTP request line";
+        case httplib::Error::HTTPParsing:        return "invalid Accept header";
+        default:                                 return "";
+    }
+}
+
 // Waits for the job's next event, cancelling it if the client goes away meanwhile. The
 // client is checked every k_poll even while events keep coming (a non-streaming answer
 // never writes until the end, so only this check notices a client that left).
@@ -90,10 +122,23 @@ void Server::listen() {
 void Server::register_routes() {
     auto & s = *http_;
     s.new_task_queue = [] { return new httplib::ThreadPool(8, 1024); };
-    // Blob uploads can be large and stream to disk; JSON bodies are capped below, before
-    // they are read.
+    // Blob uploads can be large and stream to disk; every other body is capped below
+    // (pre-routing by Content-Length, json_route as a chunked body arrives).
     s.set_payload_max_length(std::numeric_limits<size_t>::max());
+    s.set_error_logger([](const httplib::Error & why, const httplib::Request * req) {
+        if (req && !refusal_message(why).empty()) {
+            t_refused_request = req;
+            t_refused_why     = why;
+        }
+    });
+    // `curl -d @big.json` asks before it sends: an oversized body is refused unsent.
+    s.set_expect_100_continue_handler([this](const httplib::Request & req, httplib::Response & res) {
+        if (is_blob_upload(req) || req.get_header_value_u64("Content-Length") <= cfg_.max_body_bytes) return 100;
+        send_body_too_large(res, cfg_.max_body_bytes);
+        return 413;
+    });
     s.set_pre_routing_handler([this](const httplib::Request & req, httplib::Response & res) {
+        t_refused_request = nullptr;
         // A page on another site can make a browser send requests to 127.0.0.1 under a
         // name it controls (DNS rebinding): a loopback-bound server only answers local names.
         if (is_loopback(cfg_.host) && !host_header_allowed(req.get_header_value("Host"))) {
@@ -108,10 +153,16 @@ void Server::register_routes() {
             send_json(res, 401, error_body("unauthorized: a valid API key is required (Authorization: Bearer ...)"));
             return httplib::Server::HandlerResponse::Handled;
         }
-        if (req.path.rfind("/api/blobs/", 0) == 0) return httplib::Server::HandlerResponse::Unhandled;
-        const auto len = req.get_header_value_u64("Content-Length");
-        if (len > cfg_.max_body_bytes) {
-            send_json(res, 413, error_body("request body is larger than " + std::to_string(cfg_.max_body_bytes) + " bytes"));
+        if (is_blob_upload(req)) return httplib::Server::HandlerResponse::Unhandled;
+        if (req.get_header_value_u64("Content-Length") > cfg_.max_body_bytes) {
+            send_body_too_large(res, cfg_.max_body_bytes);
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        // A chunked body has no length to check here: the JSON routes (POST, DELETE) count
+        // it as it arrives (json_route), but httplib would buffer one sent to any other route
+        // without a limit.
+        if (req.has_header("Transfer-Encoding") && req.method != "POST" && req.method != "DELETE") {
+            send_json(res, 411, error_body("a chunked request body is only accepted by POST and DELETE routes"));
             return httplib::Server::HandlerResponse::Handled;
         }
         return httplib::Server::HandlerResponse::Unhandled;
@@ -125,8 +176,12 @@ void Server::register_routes() {
             send_error(res, ErrorKind::internal, e.what());
         }
     });
-    s.set_error_handler([](const httplib::Request &, httplib::Response & res) {
-        if (res.body.empty()) {
+    s.set_error_handler([](const httplib::Request & req, httplib::Response & res) {
+        const std::string refused = t_refused_request == &req ? refusal_message(t_refused_why) : "";
+        t_refused_request         = nullptr;
+        if (!refused.empty()) {
+            send_json(res, res.status, error_body(refused));
+        } else if (res.body.empty()) {
             send_json(res, res.status, error_body(res.status == 404 ? "not found" : httplib::status_message(res.status)));
         }
     });
@@ -158,22 +213,43 @@ void Server::register_routes() {
         send_json(res, 200, {{"version", SPECD_VERSION}});
     });
 
-    s.Post("/api/generate", [this](const httplib::Request & req, httplib::Response & res) {
-        serve_generation(req, res, decode_generate(parse_body(req.body)), false);
-    });
-    s.Post("/api/chat", [this](const httplib::Request & req, httplib::Response & res) {
-        serve_generation(req, res, decode_chat(parse_body(req.body)), true);
-    });
+    // JSON endpoints read their body here, counted against max_body_bytes as it arrives (a
+    // Content-Length over the limit was refused before routing; a chunked body has none).
+    using JsonHandler = std::function<void(const httplib::Request &, httplib::Response &, const json &)>;
+    const auto json_route = [this](JsonHandler handle) {
+        return [this, handle = std::move(handle)](const httplib::Request & req, httplib::Response & res,
+                                                  const httplib::ContentReader & content) {
+            std::string body;
+            bool        too_large = false;
+            const bool  read      = content([&](const char * data, size_t n) {
+                too_large = n > cfg_.max_body_bytes - body.size();
+                if (!too_large) body.append(data, n);
+                return !too_large;
+            });
+            if (too_large) {
+                send_body_too_large(res, cfg_.max_body_bytes);
+                return;
+            }
+            if (!read) throw bad_request("the request body could not be read (bad framing or an unsupported Content-Encoding)");
+            handle(req, res, parse_body(body));
+        };
+    };
+
+    s.Post("/api/generate", json_route([this](const httplib::Request & req, httplib::Response & res, const json & body) {
+        serve_generation(req, res, decode_generate(body), false);
+    }));
+    s.Post("/api/chat", json_route([this](const httplib::Request & req, httplib::Response & res, const json & body) {
+        serve_generation(req, res, decode_chat(body), true);
+    }));
     s.Get("/api/tags", [this](const httplib::Request &, httplib::Response & res) {
         send_json(res, 200, catalog_tags(store_));
     });
-    s.Post("/api/show", [this](const httplib::Request & req, httplib::Response & res) {
-        const json body = parse_body(req.body);
+    s.Post("/api/show", json_route([this](const httplib::Request &, httplib::Response & res, const json & body) {
         auto name = opt_string(body, "model");
         if (!name) name = opt_string(body, "name");
         if (!name || name->empty()) throw bad_request("model is required");
         send_json(res, 200, catalog_show(store_, *name));
-    });
+    }));
     s.Get("/api/ps", [this](const httplib::Request &, httplib::Response & res) {
         json models = json::array();
         for (const auto & m : scheduler_.loaded()) {
@@ -187,8 +263,7 @@ void Server::register_routes() {
         }
         send_json(res, 200, {{"models", models}});
     });
-    s.Post("/api/create", [this](const httplib::Request & req, httplib::Response & res) {
-        const json body   = parse_body(req.body);
+    s.Post("/api/create", json_route([this](const httplib::Request &, httplib::Response & res, const json & body) {
         const bool stream = opt_bool(body, "stream").value_or(true);
         // Creating hashes files: quick for these sizes, so progress is collected and sent
         // after the fact rather than streamed live.
@@ -200,7 +275,7 @@ void Server::register_routes() {
         }
         lines += ndjson_line({{"status", "success"}});
         res.set_content(lines, "application/x-ndjson");
-    });
+    }));
     // httplib answers HEAD with the GET handler (headers only), as Ollama's HEAD /api/blobs needs.
     s.Get(R"(/api/blobs/(.+))", [this](const httplib::Request & req, httplib::Response & res) {
         res.status = store_.has_blob(req.matches[1].str()) ? 200 : 404;
@@ -223,19 +298,17 @@ void Server::register_routes() {
         writer.commit(digest);
         res.status = 201;
     });
-    s.Delete("/api/delete", [this](const httplib::Request & req, httplib::Response & res) {
-        const json body = parse_body(req.body);
+    s.Delete("/api/delete", json_route([this](const httplib::Request &, httplib::Response & res, const json & body) {
         auto name = opt_string(body, "model");
         if (!name) name = opt_string(body, "name");
         if (!name || name->empty()) throw bad_request("model is required");
         catalog_delete(store_, *name);
         res.status = 200;
-    });
-    s.Post("/api/copy", [this](const httplib::Request & req, httplib::Response & res) {
-        const json body = parse_body(req.body);
+    }));
+    s.Post("/api/copy", json_route([this](const httplib::Request &, httplib::Response & res, const json & body) {
         catalog_copy(store_, require_string(body, "source"), require_string(body, "destination"));
         res.status = 200;
-    });
+    }));
 }
 
 void Server::serve_generation(const httplib::Request & req, httplib::Response & res, DecodedRequest d, bool chat) {

@@ -20,7 +20,7 @@ struct ServerConfig {
     std::string           host = "127.0.0.1";
     int                   port = 11434;
     std::filesystem::path models_dir;
-    size_t                max_body_bytes = 64ull << 20; // JSON bodies; blob uploads stream to disk
+    size_t                max_body_bytes = 64ull << 20; // SPECD_MAX_BODY: JSON bodies (413 above); blob uploads stream to disk
     int32_t               default_num_ctx = 4096;      // fixed, never derived from memory size
     std::string           origins;                     // SPECD_ORIGINS: extra allowed CORS origins
     bool                  no_draft = false;            // --no-draft / SPECD_NO_DRAFT: speculation off

@@ -44,7 +44,13 @@ int cmd_serve(const Args & args) {
         if (const char * key = std::getenv("SPECD_API_KEY"); key && *key) cfg.api_key = key;
         if (auto v = setting("NO_DRAFT"); v && *v != "0" && *v != "false") cfg.no_draft = true;
         if (auto v = setting("MAX_QUEUE")) cfg.scheduler.max_queue = std::stoul(*v);
-        if (auto v = setting("CONTEXT_LENGTH")) cfg.default_num_ctx = std::stoi(*v);
+        if (auto v = setting("CONTEXT_LENGTH")) {
+            cfg.default_num_ctx = std::stoi(*v);
+            if (cfg.default_num_ctx < 1 || cfg.default_num_ctx > api::k_max_num_ctx) {
+                throw std::invalid_argument("CONTEXT_LENGTH must be between 1 and " + std::to_string(api::k_max_num_ctx));
+            }
+        }
+        if (auto v = setting("MAX_BODY")) cfg.max_body_bytes = parse_byte_size(*v);
         cfg.scheduler.default_keep_alive = default_keep_alive();
     } catch (const std::exception & e) {
         std::fprintf(stderr, "specd serve: %s\n", e.what());

@@ -1,5 +1,6 @@
 #include "core/settings.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -43,6 +44,25 @@ HostPort parse_host(const std::string & text) {
         if (hp.port > 65535) throw std::invalid_argument("invalid port in host: " + text);
     }
     return hp;
+}
+
+uint64_t parse_byte_size(const std::string & text) {
+    size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == 0 || digits > 19) throw std::invalid_argument("invalid size: \"" + text + "\"");
+    std::string unit = text.substr(digits);
+    for (auto & c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    int shift = 0;
+    if (!unit.empty() && (unit[0] == 'k' || unit[0] == 'm' || unit[0] == 'g')) {
+        shift = unit[0] == 'k' ? 10 : unit[0] == 'm' ? 20 : 30;
+        unit  = unit.substr(1);
+        if (unit == "ib") unit = "b";
+    }
+    if (!unit.empty() && unit != "b") throw std::invalid_argument("invalid size: \"" + text + "\" (use bytes, K, M or G)");
+    const uint64_t n = std::stoull(text.substr(0, digits));
+    if (n == 0) throw std::invalid_argument("invalid size: \"" + text + "\" (must be above 0)");
+    if (n > (uint64_t(1) << (63 - shift))) throw std::invalid_argument("invalid size: \"" + text + "\" (too large)");
+    return n << shift;
 }
 
 HostPort configured_host() {

@@ -69,6 +69,9 @@ std::string range_error(const Field & f) {
         return j.dump();
     };
     std::string msg = "invalid value for parameter " + std::string(f.name) + ": must be ";
+    if (f.min == -k_inf) { // seed: only an integer beyond int64 gets here
+        return msg + "a 64-bit integer";
+    }
     if (f.max == k_inf) {
         return msg + ">= " + num(f.min);
     }

@@ -96,6 +96,55 @@ TEST(OllamaRequest, RejectsBadOptions) {
     }
 }
 
+// Options the sampler would turn into inf or NaN logits (or an enormous buffer) are refused
+// or brought into range at the edge, each refusal naming the option.
+TEST(OllamaRequest, SamplingOptionsStayFinite) {
+    struct Case { json options; std::string needle; };
+    const std::vector<Case> refused = {
+        {{{"temperature", 1e300}}, "temperature must be between 0 and 1000000"},
+        {{{"temperature", 1e6 + 1}}, "temperature must be between 0 and 1000000"},
+        {{{"repeat_penalty", 0}}, "repeat_penalty must be greater than 0"},
+        {{{"repeat_penalty", 1e-40}}, "repeat_penalty must be at least 1e-06"},
+        {{{"repeat_penalty", 1e300}}, "repeat_penalty must be between 0 and 1000000"},
+        {{{"presence_penalty", 1e30}}, "presence_penalty must be between -1000000 and 1000000"},
+        {{{"frequency_penalty", -1e30}}, "frequency_penalty must be between -1000000 and 1000000"},
+        {{{"top_k", -1}}, "top_k"},
+        {{{"repeat_last_n", -5}}, "repeat_last_n"},
+        {{{"seed", 18446744073709551615ULL}}, "seed: must be a 64-bit integer"},
+        {{{"seed", 1.5}}, "seed"},
+    };
+    for (const auto & c : refused) {
+        GenerateRequest r;
+        const auto msg = bad_request_message([&] { apply_options({}, c.options, r); });
+        EXPECT_NE(msg.find(c.needle), std::string::npos) << c.options.dump() << " -> " << msg;
+    }
+
+    GenerateRequest r;
+    apply_options({}, json{{"temperature", 1e-40}, {"repeat_penalty", 1e-6}, {"presence_penalty", -1e6},
+                           {"repeat_last_n", 2147483647}, {"num_ctx", 256}, {"seed", -5}, {"top_k", 2147483647}},
+                  r);
+    EXPECT_EQ(r.generate.sampling.temperature, 0.0f); // below 1e-6: greedy
+    EXPECT_GT(r.generate.sampling.repeat_penalty, 0.0f);
+    EXPECT_EQ(r.generate.sampling.repeat_last_n, 256); // the window is at most the context
+    EXPECT_EQ(r.generate.sampling.seed, -5);
+    EXPECT_EQ(r.generate.sampling.top_k, 2147483647);
+
+    GenerateRequest whole;
+    apply_options({}, json{{"repeat_last_n", -1}, {"num_ctx", 512}}, whole);
+    EXPECT_EQ(whole.generate.sampling.repeat_last_n, 512);
+}
+
+// JSON numbers beyond double range: nlohmann throws out_of_range (not parse_error) for 1e999,
+// which must be a 400 like any other invalid JSON, not a 500.
+TEST(JsonInput, OverflowingNumbersAreInvalidJson) {
+    for (const char * body : {R"({"model":"m","options":{"temperature":1e999}})", R"({"keep_alive":-1e999})",
+                              R"({"context":[1e400]})"}) {
+        const auto msg = bad_request_message([&] { parse_body(body); });
+        EXPECT_NE(msg.find("invalid JSON"), std::string::npos) << body << " -> " << msg;
+        EXPECT_NE(msg.find("overflow"), std::string::npos) << body << " -> " << msg;
+    }
+}
+
 TEST(OllamaRequest, KeepAliveForms) {
     using namespace std::chrono;
     EXPECT_EQ(*parse_keep_alive(json("5m")), minutes(5));

@@ -34,3 +34,18 @@ TEST(Settings, SpecdWinsOverOllama) {
     unsetenv("OLLAMA_TESTKEY");
     EXPECT_FALSE(specd::setting("TESTKEY").has_value());
 }
+
+TEST(Settings, ParsesByteSizes) {
+    struct Case { const char * in; uint64_t bytes; };
+    const Case cases[] = {
+        {"1048576", 1048576}, {"64M", 64ull << 20}, {"64m", 64ull << 20}, {"64MiB", 64ull << 20},
+        {"64MB", 64ull << 20}, {"512k", 512ull << 10}, {"2G", 2ull << 30}, {"100b", 100},
+    };
+    for (const auto & c : cases) EXPECT_EQ(specd::parse_byte_size(c.in), c.bytes) << c.in;
+}
+
+TEST(Settings, RejectsBadByteSizes) {
+    for (const char * in : {"", "0", "M", "-5", "1.5M", "64T", "64 M", "64Mx", "9999999999999999999999", "9000000000G"}) {
+        EXPECT_THROW(specd::parse_byte_size(in), std::invalid_argument) << in;
+    }
+}
