@@ -211,6 +211,11 @@ std::optional<KeepAlive> parse_keep_alive(const json & v) {
     const std::string s = v.get<std::string>();
     if (s.empty()) return std::nullopt;
     if (s[0] == '-') return KeepAlive(-1);
+    // Durations are short. The bound keeps hostile lengths from std::regex, which recurses per
+    // character (a long string overflowed the stack), and from std::stod, which throws
+    // std::out_of_range past a double's range (400 digits, or 0.<400 zeros>1s).
+    if (s.size() > k_max_keep_alive_chars) throw bad_request("invalid keep_alive duration: longer than " +
+                                                             std::to_string(k_max_keep_alive_chars) + " characters");
     static const std::regex whole(R"(^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$|^\d+$)");
     if (!std::regex_match(s, whole)) throw bad_request("invalid keep_alive duration: \"" + s + "\"");
     if (s.find_first_not_of("0123456789") == std::string::npos) {

@@ -32,6 +32,7 @@ std::string format_grammar(const json & format);
 
 inline constexpr int32_t k_max_num_ctx     = 1 << 24;
 inline constexpr int32_t k_max_num_predict = 1 << 24;
+inline constexpr size_t  k_max_keep_alive_chars = 64;
 // Sampling options in floats (see apply_options): |temperature| and the penalties at most
 // k_max_sampling_factor; repeat_penalty at least k_min_repeat_penalty; a temperature below
 // k_min_temperature is greedy decoding.

@@ -159,6 +159,12 @@ ParsedModelName parse_model_name(std::string_view text) {
     if (auto err = check_part("tag", name.tag, k_name_part_max_len); !err.empty()) {
         return err;
     }
+    // The limit holds for the name as specd shows it too (":latest" added), so that what
+    // `list` prints parses again.
+    if (const size_t shown = name.display().size(); shown > k_name_max_len) {
+        return "model name is too long with its tag (" + std::to_string(shown) + " > " +
+               std::to_string(k_name_max_len) + " characters)";
+    }
     return name;
 }
 

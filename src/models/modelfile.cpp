@@ -1,6 +1,7 @@
 #include "models/modelfile.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace specd::models {
 
@@ -17,10 +18,15 @@ std::string lowercase(std::string_view s) {
     return out;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_start(std::string_view s) {
     while (!s.empty() && is_space(s.front())) {
         s.remove_prefix(1);
     }
+    return s;
+}
+
+std::string_view trim(std::string_view s) {
+    s = trim_start(s);
     while (!s.empty() && is_space(s.back())) {
         s.remove_suffix(1);
     }
@@ -35,8 +41,10 @@ std::vector<std::string_view> split_lines(std::string_view text) {
             end = text.size();
         }
         std::string_view line = text.substr(start, end - start);
-        if (!line.empty() && line.back() == '\r') {
-            line.remove_suffix(1); // CRLF files from Windows editors
+        // CRLF files from Windows editors; every CR before the LF, so that no value ever holds
+        // "\r\n", which no quoting could write back (CR CR LF comes from converting twice).
+        while (!line.empty() && line.back() == '\r') {
+            line.remove_suffix(1);
         }
         lines.push_back(line);
         start = end + 1;
@@ -50,15 +58,18 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 // Advances *index to the value's last line. Returns nullopt when a quote never closes.
 std::optional<std::string> read_value(const std::vector<std::string_view> & lines, size_t * index,
                                       std::string_view first) {
-    first = trim(first);
+    first = trim_start(first);
     std::string_view quote;
     if (first.substr(0, 3) == "\"\"\"") {
         quote = "\"\"\"";
     } else if (first.substr(0, 1) == "\"") {
         quote = "\"";
     } else {
-        return std::string(first);
+        return std::string(trim(first));
     }
+    // Blanks at the end of the first line stay (the callers pass them on), as on every other
+    // line of a quoted value: dropping them could put "\r\n" into the value, which no quoting
+    // can write back.
     std::string buffer(first);
     for (;;) {
         const std::string_view trimmed = trim(buffer);
@@ -105,11 +116,15 @@ Modelfile parse_modelfile(std::string_view text) {
 
     for (size_t i = 0; i < lines.size(); ++i) {
         const int              line_no = int(i) + 1;
-        const std::string_view line    = trim(lines[i]);
-        if (line.empty() || line.front() == '#') {
+        // Trailing blanks stay on `line`: they may belong to a quoted value (read_value).
+        const std::string_view line    = trim_start(lines[i]);
+        if (trim(line).empty() || line.front() == '#') {
             continue;
         }
-        auto [word, rest] = split_word(line, is_alpha);
+        // Not a structured binding: the lambdas below capture `word`, which clang before 16
+        // does not allow for bindings (the fuzz preset builds with clang 14).
+        std::string_view word, rest;
+        std::tie(word, rest) = split_word(line, is_alpha);
         if (word.empty()) {
             throw ModelfileError(line_no, "expected an instruction, got '" + std::string(line.substr(0, 20)) + "'");
         }
@@ -151,7 +166,7 @@ Modelfile parse_modelfile(std::string_view text) {
         } else if (instruction == "license") {
             mf.licenses.push_back(value(rest));
         } else if (instruction == "parameter") {
-            auto [name, param_rest] = split_word(trim(rest), is_param_char);
+            auto [name, param_rest] = split_word(trim_start(rest), is_param_char);
             if (name.empty()) {
                 throw ModelfileError(line_no, "PARAMETER needs a name and a value");
             }
@@ -167,7 +182,7 @@ Modelfile parse_modelfile(std::string_view text) {
                 throw ModelfileError(line_no, *err);
             }
         } else if (instruction == "message") {
-            auto [role, content] = split_word(trim(rest), is_alpha);
+            auto [role, content] = split_word(trim_start(rest), is_alpha);
             const std::string r  = lowercase(role);
             if (r != "system" && r != "user" && r != "assistant") {
                 throw ModelfileError(line_no, "MESSAGE role must be one of \"system\", \"user\", or \"assistant\"");

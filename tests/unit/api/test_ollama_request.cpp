@@ -157,6 +157,24 @@ TEST(OllamaRequest, KeepAliveForms) {
     EXPECT_FALSE(parse_keep_alive(json(nullptr)).has_value());
 }
 
+// Found while writing fuzz/request.cpp (and reproduced through it, as decode_generate here):
+// a digit string past a double's range, or a fraction below it, made std::stod throw
+// std::out_of_range (a 500); a long duration overflowed the stack inside std::regex (the
+// server process died). Each is now a 400 before either runs.
+TEST(OllamaRequest, HostileKeepAliveIsABadRequest) {
+    const std::string cases[] = {
+        "1" + std::string(400, '0'),
+        "0." + std::string(400, '0') + "1s",
+        [] { std::string s; for (int i = 0; i < 20000; ++i) s += "1s"; return s; }(),
+    };
+    for (const auto & ka : cases) {
+        const auto msg = bad_request_message([&] { decode_generate(parse_body(json{{"model", "m"}, {"keep_alive", ka}}.dump())); });
+        EXPECT_NE(msg.find("keep_alive"), std::string::npos) << ka.substr(0, 40) << " -> " << msg;
+    }
+    const std::string longest = std::string(k_max_keep_alive_chars - 1, '0') + "1";
+    EXPECT_EQ(parse_keep_alive(json(longest))->count(), 1'000'000'000);
+}
+
 TEST(JsonInput, RejectsHostileBodies) {
     EXPECT_FALSE(bad_request_message([] { parse_body("{\"a\": "); }).empty());
     EXPECT_FALSE(bad_request_message([] { parse_body("[1,2]"); }).empty());

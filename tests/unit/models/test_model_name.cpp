@@ -116,6 +116,21 @@ TEST(ModelName, LengthLimitsAreInclusive) {
     EXPECT_FALSE(parse(host + "x/n/m:t").has_value());
 }
 
+// Found by fuzz/model_name: a 345-character name with no tag was accepted, but its display
+// form (":latest" added, 352 characters) was then too long to parse again.
+TEST(ModelName, DisplayFormParsesAgain) {
+    const std::string host(299, 'h');
+    const std::string typed = host + "/" + std::string(39, 'n') + "/mmmmm";
+    ASSERT_EQ(typed.size(), 345u);
+    EXPECT_FALSE(parse(typed).has_value());
+    EXPECT_NE(reason(typed).find("too long with its tag"), std::string::npos) << reason(typed);
+    const std::string tagged = host + "/" + std::string(39, 'n') + "/m:t"; // 345 with its tag
+    auto name = parse(tagged);
+    ASSERT_TRUE(name);
+    EXPECT_TRUE(parse(name->display()).has_value());
+    EXPECT_TRUE(parse(name->full()).has_value());
+}
+
 TEST(ModelName, CaseInsensitiveCompareAndLowercasePath) {
     auto a = parse("Me/Tiny:V1");
     auto b = parse("me/tiny:v1");

@@ -224,6 +224,34 @@ TEST(Modelfile, QuoteRoundTrips) {
     EXPECT_EQ(quote_modelfile_value(" x"), "\" x\"");
 }
 
+// Found by fuzz/modelfile: CR CR LF left "\r\n" in a quoted value, which format_modelfile
+// cannot write back (it threw std::invalid_argument: /api/show failed for that model).
+TEST(Modelfile, EveryCarriageReturnBeforeALineEndIsDropped) {
+    const auto mf = parse_modelfile("from \"\r\r\n\"");
+    ASSERT_EQ(mf.from.size(), 1u);
+    EXPECT_EQ(mf.from[0], "\n");
+    std::string text;
+    ASSERT_NO_THROW(text = format_modelfile(mf));
+    EXPECT_EQ(parse_modelfile(text), mf) << text;
+    EXPECT_EQ(parse_modelfile("FROM x\r\r\nSYSTEM \"\"\"a\r\r\nb\"\"\"\r\n").system, "a\nb");
+}
+
+// Found by fuzz/modelfile: the first line of a quoted value lost its trailing blanks (later
+// lines kept theirs), so `"\r\t` + LF gave a value holding "\r\n", which format_modelfile
+// cannot write back (std::invalid_argument).
+TEST(Modelfile, QuotedValueKeepsBlanksAtTheEndOfItsFirstLine) {
+    for (const std::string value : {"\r\t\n", "\r \n"}) {
+        const auto mf = parse_modelfile("from \"" + value + "\"");
+        ASSERT_EQ(mf.from.size(), 1u);
+        EXPECT_EQ(mf.from[0], value);
+        std::string text;
+        ASSERT_NO_THROW(text = format_modelfile(mf));
+        EXPECT_EQ(parse_modelfile(text), mf) << text;
+    }
+    EXPECT_EQ(parse_modelfile("FROM x\nSYSTEM \"\"\"a  \nb\"\"\"  \n").system, "a  \nb");
+    EXPECT_EQ(parse_modelfile("FROM x\nSYSTEM \"one line\"  \t\n").system, "one line");
+}
+
 TEST(Modelfile, FormatRoundTrips) {
     const auto mf = parse_modelfile(R"(FROM ./tiny.gguf
 FROM ./proj.gguf
