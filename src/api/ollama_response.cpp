@@ -70,6 +70,10 @@ json error_body(const std::string & message) {
     return json{{"error", engine::sanitize_utf8(message)}};
 }
 
+std::string serialise(const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string ndjson_line(const json & j) { return serialise(j) + "\n"; }
+
 int http_status(ErrorKind kind) {
     switch (kind) {
         case ErrorKind::bad_request: return 400;

@@ -16,6 +16,11 @@ json text_chunk(const std::string & model, const std::string & text, bool chat);
 json final_chunk(const std::string & model, const scheduler::DoneInfo & done, bool chat,
                  const std::string & full_text = "");
 json error_body(const std::string & message);
+// The text of a JSON response: compact, and model output that is not UTF-8 replaced (U+FFFD),
+// never a throw mid-response.
+std::string serialise(const json & j);
+// One NDJSON line of a streamed response: serialise(j) and "\n".
+std::string ndjson_line(const json & j);
 // A request's speculation counters; accepted_per_position[i] is the rate at draft position i.
 json speculation_json(const spec::DepthStats & stats);
 int  http_status(ErrorKind kind);

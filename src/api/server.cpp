@@ -17,9 +17,6 @@ namespace {
 
 constexpr auto k_poll = std::chrono::milliseconds(100);
 
-// Model output may hold bytes that are not UTF-8: replaced, never a throw mid-response.
-std::string serialise(const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 void send_json(httplib::Response & res, int status, const json & body) {
     res.status = status;
     res.set_content(serialise(body), "application/json; charset=utf-8");
@@ -28,8 +25,6 @@ void send_json(httplib::Response & res, int status, const json & body) {
 void send_error(httplib::Response & res, ErrorKind kind, const std::string & message) {
     send_json(res, http_status(kind), error_body(message));
 }
-
-std::string ndjson_line(const json & j) { return serialise(j) + "\n"; }
 
 // Blob uploads stream to disk whatever their size; every other body is read into memory
 // whole, so it is capped at max_body_bytes.
