@@ -34,12 +34,11 @@ spec::Rng make_rng(int64_t seed) {
 
 Sampler::Sampler(const Model & model, const SamplingOptions & o, const std::string & grammar, bool penalties) :
     vocab_(model.vocab()), greedy_(o.temperature <= 0.0f) {
-    const llama_vocab * vocab = vocab_;
     if (!grammar.empty()) constraint_ = std::make_unique<grammar::Constraint>(model.vocab_index(), grammar);
     const bool penalize = penalties && o.repeat_last_n != 0 &&
                           (o.repeat_penalty != 1.0f || o.frequency_penalty != 0.0f || o.presence_penalty != 0.0f);
     if (penalize) {
-        penalties_.reset(llama_sampler_init_penalties(llama_vocab_n_tokens(vocab), o.repeat_last_n, o.repeat_penalty,
+        penalties_.reset(llama_sampler_init_penalties(llama_vocab_n_tokens(vocab_), o.repeat_last_n, o.repeat_penalty,
                                                       o.frequency_penalty, o.presence_penalty));
     }
     if (greedy_) return;

@@ -320,8 +320,8 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
         const int     n_drafted = static_cast<int>(drafts.size()) - n_forced;
         const int64_t td1       = now_ns();
 
-        // 3. One target batch: the last token plus the drafts, logits for all.
-        // (1 + n_drafts) positions starting at P = cached_.size()
+        // 3. One target batch: the last token plus the forced tokens and drafts, logits for all.
+        // (1 + n_forced + n_drafted) positions starting at P = cached_.size()
         const llama_pos pos0 = static_cast<llama_pos>(cached_.size());
         batch_.clear();
         batch_.add(last, pos0, 0, true);

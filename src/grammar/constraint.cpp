@@ -33,20 +33,20 @@ bool Constraint::allows(llama_token token) const { return utf8_ok(utf8_, token) 
 
 void Constraint::accept(llama_token token) {
     if (!allows(token)) throw Error(ErrorKind::internal, "token " + std::to_string(token) + " is not allowed by the grammar");
+    advance(token);
+}
+
+void Constraint::advance(llama_token token) {
     llama_sampler_accept(g_.get(), token);
     if (index_->first_byte(token) >= 0) utf8_.feed(index_->grammar_piece(token));
 }
 
 size_t Constraint::legal_prefix(std::span<const llama_token> tokens) const {
     if (tokens.empty()) return 0;
-    engine::sampler_ptr g(llama_sampler_clone(g_.get()));
-    Utf8Validator       utf8 = utf8_;
+    Constraint copy = clone();
     for (size_t i = 0; i < tokens.size(); ++i) {
-        if (!utf8_ok(utf8, tokens[i]) || !allowed_by(g.get(), tokens[i])) return i;
-        if (i + 1 < tokens.size()) {
-            llama_sampler_accept(g.get(), tokens[i]);
-            if (index_->first_byte(tokens[i]) >= 0) utf8.feed(index_->grammar_piece(tokens[i]));
-        }
+        if (!copy.allows(tokens[i])) return i;
+        if (i + 1 < tokens.size()) copy.advance(tokens[i]);
     }
     return tokens.size();
 }

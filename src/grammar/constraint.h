@@ -63,6 +63,9 @@ class Constraint {
     Constraint(const VocabIndex * index, engine::sampler_ptr g, Utf8Validator utf8) :
         index_(index), g_(std::move(g)), utf8_(utf8) {}
 
+    // accept() without the check, for a token already known to be allowed.
+    void advance(llama_token token);
+
     // Whether `token` keeps the answer valid UTF-8 after `v` (end of generation always does).
     bool utf8_ok(const Utf8Validator & v, llama_token token) const {
         return index_->first_byte(token) < 0 || v.accepts(index_->grammar_piece(token));

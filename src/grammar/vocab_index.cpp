@@ -56,7 +56,8 @@ VocabIndex::VocabIndex(const llama_vocab * vocab) : vocab_(vocab) {
             continue;
         }
         // llama.cpp's grammar reads control tokens' text too (special rendering).
-        if (const std::string g = piece_of(vocab, t, /*special=*/true); !g.empty() && g[0] != 0) {
+        std::string g = piece_of(vocab, t, /*special=*/true);
+        if (!g.empty() && g[0] != 0) {
             const auto b           = static_cast<unsigned char>(g[0]);
             first_byte_[size_t(t)] = b;
             if (g.size() == 1 && byte_token_[b] < 0) byte_token_[b] = t;
@@ -65,7 +66,8 @@ VocabIndex::VocabIndex(const llama_vocab * vocab) : vocab_(vocab) {
         const auto attr = llama_vocab_get_attr(vocab, t);
         if (attr & LLAMA_TOKEN_ATTR_BYTE) bytes.push_back(t);
         if (!(attr & LLAMA_TOKEN_ATTR_NORMAL)) continue;
-        if (std::string p = piece_of(vocab, t); !p.empty()) add(t, std::move(p));
+        // Special rendering changes only control and unknown tokens: this is the normal text.
+        if (!g.empty()) add(t, std::move(g));
     }
     // A lone byte above 0x7F is not a character: only ASCII byte tokens stand for one.
     for (llama_token t : bytes) {

@@ -53,7 +53,8 @@ class VocabIndex {
     std::vector<CharToken>                       ascii_;
     std::vector<CharToken>                       other_;
     std::vector<llama_token>                     eog_;
-    std::vector<int16_t>                         first_byte_;     // (n_vocab)
+    // (n_vocab) grammar_pieces_' first bytes, kept apart: legal_top reads one per candidate.
+    std::vector<int16_t>                         first_byte_;
     std::vector<std::string>                     grammar_pieces_; // (n_vocab)
     std::array<llama_token, 256>                 byte_token_;
     size_t piece_length(llama_token t) const { return piece_len_[size_t(t)]; }
