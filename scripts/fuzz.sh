@@ -13,19 +13,8 @@ case "$seconds" in
   ''|*[!0-9]*) echo "scripts/fuzz.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;;
 esac
 
-bash scripts/setup.sh
-# clang and libFuzzer (libclang-rt-14-dev), only when missing.
-missing=()
-for p in clang-14 libclang-rt-14-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "[fuzz] installing: ${missing[*]}" >&2
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >&2
-fi
+# clang and libFuzzer (libclang-rt-14-dev) besides the usual packages, only when missing.
+bash scripts/setup.sh clang-14 libclang-rt-14-dev
 
 cmake --preset fuzz
 cmake --build --preset fuzz

@@ -2,9 +2,10 @@
 # Installs what building and testing specd needs on Debian 12, only when something is
 # missing (so a second run does not touch apt), then fetches and builds the pinned llama.cpp
 # into its cache (scripts/llama.sh; also a no-op once cached).
+#   usage: scripts/setup.sh [EXTRA_PACKAGE...]   (e.g. the fuzzers' clang)
 set -euo pipefail
 
-packages=(cmake ninja-build g++ git ca-certificates openssl libgtest-dev nodejs npm curl)
+packages=(cmake ninja-build g++ git ca-certificates openssl libgtest-dev nodejs npm curl "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
