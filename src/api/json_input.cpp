@@ -1,34 +1,13 @@
 #include "api/json_input.h"
 
 #include "core/error.h"
+#include "core/json_depth.h"
 
 namespace specd::api {
 
-namespace {
-
-// Deepest bracket nesting outside string literals.
-int nesting_depth(std::string_view s) {
-    int  depth = 0, max_depth = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < s.size(); ++i) {
-        const char c = s[i];
-        if (in_string) {
-            if (c == '\\') ++i;
-            else if (c == '"') in_string = false;
-            continue;
-        }
-        if (c == '"') in_string = true;
-        else if (c == '{' || c == '[') max_depth = std::max(max_depth, ++depth);
-        else if (c == '}' || c == ']') --depth;
-    }
-    return max_depth;
-}
-
-} // namespace
-
 json parse_body(std::string_view body) {
     if (body.empty()) throw bad_request("missing request body");
-    if (nesting_depth(body) > k_max_json_depth) {
+    if (json_nesting_depth(body) > k_max_json_depth) {
         throw bad_request("request body nests deeper than " + std::to_string(k_max_json_depth) + " levels");
     }
     json j;

@@ -1,35 +1,11 @@
 #include "grammar/json_schema.h"
 
 #include "core/error.h"
+#include "core/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
 namespace specd::grammar {
-
-namespace {
-
-// Deepest nesting of arrays and objects in JSON text, checked before parsing so a hostile
-// document never reaches code that recurses over it.
-int json_depth(std::string_view text) {
-    int  depth = 0, max = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (in_string) {
-            if (c == '\\') ++i;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
-            max = std::max(max, ++depth);
-        } else if (c == '}' || c == ']') {
-            --depth;
-        }
-    }
-    return max;
-}
-
-} // namespace
 
 // Whitespace where llama.cpp's converter puts it for {"type":"object"} (what `format: "json"`
 // produced before): after '{', '[', ':' and ',', and before '}' and ']'; each gap is one
@@ -49,7 +25,7 @@ ws ::= | " " | "\n"{1,2} [ \t]{0,20}
 std::string schema_to_grammar(const std::string & schema_json) { return schema_to_grammar(schema_json, SchemaLimits{}); }
 
 std::string schema_to_grammar(const std::string & schema_json, const SchemaLimits & limits) {
-    if (json_depth(schema_json) > limits.max_json_depth) {
+    if (json_nesting_depth(schema_json) > limits.max_json_depth) {
         throw bad_request("invalid format: the schema's JSON nesting exceeds the limit max_json_depth (" +
                           std::to_string(limits.max_json_depth) + ")");
     }
