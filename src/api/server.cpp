@@ -5,6 +5,8 @@
 #include "api/ollama_request.h"
 #include "api/ollama_response.h"
 #include "api/model_catalog.h"
+#include "api/memory_report.h"
+#include "memory/ledger.h"
 #include "metrics/registry.h"
 
 #include <httplib.h>
@@ -89,7 +91,8 @@ class EventWaiter {
 } // namespace
 
 Server::Server(ServerConfig cfg) :
-    cfg_(std::move(cfg)), store_(cfg_.models_dir), scheduler_(cfg_.scheduler), cors_(cfg_.origins), http_(std::make_unique<httplib::Server>()) {
+    cfg_(std::move(cfg)), store_(cfg_.models_dir),
+    prompt_cache_(cfg_.prompt_cache_bytes, memory::process_ledger()), scheduler_(cfg_.scheduler, &prompt_cache_), cors_(cfg_.origins), http_(std::make_unique<httplib::Server>()) {
     register_routes();
 }
 
@@ -201,8 +204,13 @@ void Server::register_routes() {
     });
 
     s.Get("/", [](const httplib::Request &, httplib::Response & res) { res.set_content("Ollama is running", "text/plain"); });
-    s.Get("/metrics", [](const httplib::Request &, httplib::Response & res) {
-        res.set_content(metrics::server_metrics().exposition(), "text/plain; version=0.0.4");
+    s.Get("/metrics", [this](const httplib::Request &, httplib::Response & res) {
+        res.set_content(metrics::server_metrics().exposition() +
+                            memory_metrics(memory::process_ledger().snapshot(), prompt_cache_.stats()),
+                        "text/plain; version=0.0.4");
+    });
+    s.Get("/api/debug/memory", [this](const httplib::Request &, httplib::Response & res) {
+        send_json(res, 200, memory_debug_json(memory::process_ledger().snapshot(), prompt_cache_.stats()));
     });
     s.Get("/api/version", [](const httplib::Request &, httplib::Response & res) {
         send_json(res, 200, {{"version", SPECD_VERSION}});
@@ -246,14 +254,23 @@ void Server::register_routes() {
         send_json(res, 200, catalog_show(store_, *name));
     }));
     s.Get("/api/ps", [this](const httplib::Request &, httplib::Response & res) {
-        json models = json::array();
+        json       models = json::array();
+        const auto ledger = memory::process_ledger().snapshot();
         for (const auto & m : scheduler_.loaded()) {
-            json j = {{"name", m.name}, {"model", m.name}, {"size", m.size_bytes}, {"size_vram", 0},
+            // What the model holds, by bucket; `size` is all of it, as Ollama's counts the KV too.
+            memory::BucketBytes buckets{};
+            for (const auto & mb : ledger.models) {
+                if (mb.owner.id == m.memory_owner) buckets = mb.buckets;
+            }
+            json breakdown = bucket_json(buckets);
+            const uint64_t size = std::max<uint64_t>(m.size_bytes, breakdown["total"].get<uint64_t>());
+            json j = {{"name", m.name}, {"model", m.name}, {"size", size}, {"size_vram", 0},
                       {"digest", bare_digest(m.digest)}, {"context_length", m.context_length},
                       {"details", {{"format", "gguf"}, {"family", m.family}, {"families", json::array({m.family})},
                                    {"parameter_size", m.parameter_size}, {"quantization_level", m.quantization_level}}}};
             // Ollama shows a far-future time for models kept forever.
             j["expires_at"] = m.expires_at ? format_time(*m.expires_at) : "2318-01-01T00:00:00Z";
+            j["memory"]     = std::move(breakdown);
             models.push_back(std::move(j));
         }
         send_json(res, 200, {{"models", models}});

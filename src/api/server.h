@@ -2,6 +2,7 @@
 // The HTTP server: Ollama's routes over the scheduler and the model store.
 #include "api/cors.h"
 #include "api/ollama_request.h"
+#include "cache/prompt_cache.h"
 #include "models/store.h"
 #include "scheduler/scheduler.h"
 
@@ -25,6 +26,7 @@ struct ServerConfig {
     std::string           origins;                     // SPECD_ORIGINS: extra allowed CORS origins
     bool                  no_draft = false;            // --no-draft / SPECD_NO_DRAFT: speculation off
     std::string           api_key;                     // SPECD_API_KEY: required as a Bearer token
+    size_t                prompt_cache_bytes = cache::default_prompt_cache_budget(); // SPECD_PROMPT_CACHE; 0: off
     scheduler::SchedulerConfig scheduler;
 };
 
@@ -46,6 +48,7 @@ class Server {
 
     ServerConfig                     cfg_;
     models::Store                    store_;
+    cache::PromptCache               prompt_cache_; // before the scheduler: runners use it
     scheduler::Scheduler             scheduler_;
     CorsPolicy                       cors_;
     std::unique_ptr<httplib::Server> http_;

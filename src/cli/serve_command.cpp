@@ -51,6 +51,7 @@ int cmd_serve(const Args & args) {
             }
         }
         if (auto v = setting("MAX_BODY")) cfg.max_body_bytes = parse_byte_size(*v);
+        if (auto v = setting("PROMPT_CACHE")) cfg.prompt_cache_bytes = *v == "0" ? 0 : parse_byte_size(*v);
         cfg.scheduler.default_keep_alive = default_keep_alive();
     } catch (const std::exception & e) {
         std::fprintf(stderr, "specd serve: %s\n", e.what());

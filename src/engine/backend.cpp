@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -14,6 +15,7 @@ namespace {
 struct Captured {
     std::vector<std::string> errors;
     std::vector<std::string> warnings;
+    std::vector<std::string> buffers; // info lines reporting a buffer's size
 };
 
 thread_local LogCapture * tl_capture = nullptr;
@@ -24,6 +26,7 @@ void log_callback(ggml_log_level level, const char * text, void *) {
     if (tl_capture) {
         if (level == GGML_LOG_LEVEL_ERROR) tl_lines.errors.emplace_back(text);
         if (level == GGML_LOG_LEVEL_WARN) tl_lines.warnings.emplace_back(text);
+        if (level == GGML_LOG_LEVEL_INFO && std::strstr(text, " buffer size = ")) tl_lines.buffers.emplace_back(text);
     }
     // llama.cpp is chatty at info level; specd shows its errors, everything with SPECD_DEBUG.
     if (g_verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
@@ -58,5 +61,7 @@ std::string LogCapture::first_error() const {
     if (!tl_lines.warnings.empty()) return trim(tl_lines.warnings.back());
     return "";
 }
+
+const std::vector<std::string> & LogCapture::buffer_lines() const { return tl_lines.buffers; }
 
 } // namespace specd::engine

@@ -1,6 +1,7 @@
 #pragma once
 // Process-wide llama.cpp set-up: backend initialisation (once) and where its log goes.
 #include <string>
+#include <vector>
 
 namespace specd::engine {
 
@@ -19,6 +20,8 @@ class LogCapture {
     // The first error-level line (the root cause; later ones tend to say "failed to load"),
     // else the last warning, trimmed.
     std::string first_error() const;
+    // llama.cpp's "<name> buffer size = <n> MiB" lines logged so far (what it allocated).
+    const std::vector<std::string> & buffer_lines() const;
 
   private:
     LogCapture * previous_;

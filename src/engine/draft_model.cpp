@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/backend.h"
+#include "engine/seq_state.h"
 
 #include <cstring>
 
@@ -51,6 +52,18 @@ DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint3
     LogCapture capture;
     ctx_.reset(llama_init_from_model(model_->get(), cp));
     if (!ctx_) throw bad_request("cannot create the draft model's context: " + capture.first_error());
+    memory_ = context_bytes(capture.buffer_lines(), *model_, n_ctx);
+}
+
+std::optional<cache::SeqState> DraftModel::save_state(size_t max_bytes) {
+    if (base_ != 0) return std::nullopt;
+    return save_seq_state(ctx_.get(), cached_, max_bytes);
+}
+
+void DraftModel::restore_state(const cache::SeqState & state) {
+    base_ = 0;
+    if (restore_seq_state(ctx_.get(), state, state.tokens.size())) cached_ = state.tokens;
+    else cached_.clear();
 }
 
 void DraftModel::begin_request(const SamplingOptions & sampling, const std::atomic<bool> * cancel) {

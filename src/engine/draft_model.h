@@ -2,7 +2,9 @@
 // A smaller model that proposes tokens for the target to verify. It has its own context and
 // KV cache, kept in step with the target's committed tokens by prefix comparison: whatever
 // the target rejected (or shifted away) is removed before the next proposal.
+#include "cache/prompt_cache.h"
 #include "core/options.h"
+#include "engine/context_memory.h"
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
@@ -31,6 +33,13 @@ class DraftModel final : public spec::Drafter {
                            const grammar::Constraint * constraint) override;
 
     const Model & model() const { return *model_; }
+    const ContextBytes & memory() const { return memory_; }
+
+    // The draft context's sequence, for the prompt cache; nullopt when it holds nothing that
+    // starts at the beginning of the history (it restarted on a recent window).
+    std::optional<cache::SeqState> save_state(size_t max_bytes);
+    // Takes a saved sequence back; the next proposal keeps whatever prefix still matches.
+    void restore_state(const cache::SeqState & state);
 
   private:
     bool decode();
@@ -39,6 +48,7 @@ class DraftModel final : public spec::Drafter {
     std::unique_ptr<Sampler>  sampler_;
     const std::atomic<bool> * cancel_ = nullptr;
     context_ptr              ctx_;
+    ContextBytes             memory_;
     Batch                    batch_;
     std::vector<llama_token> cached_; // history[base_ ...] whose KV is in sequence 0, positions from 0
     size_t                   base_           = 0;

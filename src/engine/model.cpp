@@ -76,7 +76,10 @@ std::vector<llama_token> Model::tokenize(std::string_view text, bool add_special
 }
 
 const grammar::VocabIndex & Model::vocab_index() const {
-    std::call_once(vocab_index_once_, [this] { vocab_index_ = std::make_unique<const grammar::VocabIndex>(vocab_); });
+    std::call_once(vocab_index_once_, [this] {
+        vocab_index_ = std::make_unique<const grammar::VocabIndex>(vocab_);
+        vocab_index_bytes_.store(vocab_index_->bytes(), std::memory_order_release);
+    });
     return *vocab_index_;
 }
 

@@ -4,6 +4,7 @@
 #include "engine/llama_handles.h"
 #include "grammar/vocab_index.h"
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,8 @@ class Model {
     // What grammar constraints need to know about the vocabulary; built on first use
     // (milliseconds to tens of milliseconds), then shared by every request.
     const grammar::VocabIndex & vocab_index() const;
+    // Its bytes once built, 0 before.
+    size_t vocab_index_bytes() const { return vocab_index_bytes_.load(std::memory_order_acquire); }
 
   private:
     Model() = default;
@@ -50,6 +53,7 @@ class Model {
     ModelLoadOptions    opts_;
     mutable std::once_flag                               vocab_index_once_;
     mutable std::unique_ptr<const grammar::VocabIndex>   vocab_index_;
+    mutable std::atomic<size_t>                          vocab_index_bytes_{0};
 };
 
 // Bytes of memory available to new allocations (MemAvailable), or 0 when unknown.

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "engine/backend.h"
 #include "engine/sampler.h"
+#include "engine/seq_state.h"
 #include "engine/stop_matcher.h"
 #include "engine/utf8_stream.h"
 #include "grammar/json_schema.h"
@@ -22,6 +23,13 @@ constexpr int k_spec_max = 16; // deepest speculation round (the controller's k_
 // Grammar-forced text proposed per round, at most: in tokens and in bytes of text.
 constexpr int    k_forced_max       = 16;
 constexpr size_t k_forced_max_bytes = 64;
+// The prompt cache. A live sequence is saved when at least this many of its tokens are about
+// to be lost: a chat that goes on re-tokenizes the end of the last answer a little
+// differently, and copying the whole state for those few tokens would be waste.
+constexpr size_t k_save_min_lost = 32;
+// A saved state is restored when it holds at least this many more prompt tokens than the
+// live KV: below that, evaluating them costs about as much as the copy.
+constexpr size_t k_restore_min_gain = 16;
 
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -58,13 +66,15 @@ std::vector<llama_token> truncate_prompt(const std::vector<llama_token> & prompt
     return out;
 }
 
-Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std::shared_ptr<Model> draft) :
+Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std::shared_ptr<Model> draft,
+                 PromptCacheLink cache) :
     model_(std::move(model)),
     opts_(opts),
     n_ctx_(static_cast<uint32_t>(clamp_ctx(opts.num_ctx, model_->n_ctx_train()))),
     // A verify batch holds 1 + forced + k tokens, whatever num_batch says.
     batch_(std::max({1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_)), 1 + k_forced_max + k_spec_max}), 1),
-    speller_(*model_) {
+    speller_(*model_),
+    cache_(std::move(cache)) {
     ensure_backend();
     const int32_t n_ctx     = static_cast<int32_t>(n_ctx_);
     const int32_t n_threads = opts.num_thread > 0 ? opts.num_thread : default_threads(*model_);
@@ -89,7 +99,11 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
         throw bad_request("cannot create a context of " + std::to_string(n_ctx) + " tokens" +
                           (why.empty() ? "" : ": " + why));
     }
-    if (draft) draft_ = std::make_unique<DraftModel>(std::move(draft), *model_, n_ctx_, batch_.capacity());
+    memory_.target = context_bytes(capture.buffer_lines(), *model_, n_ctx_);
+    if (draft) {
+        draft_        = std::make_unique<DraftModel>(std::move(draft), *model_, n_ctx_, batch_.capacity());
+        memory_.draft = draft_->memory();
+    }
     drafters_.add(&ngram_);
     if (draft_) drafters_.add(draft_.get());
 }
@@ -104,11 +118,57 @@ void Session::decode_or_throw(const std::atomic<bool> & cancel) {
     throw Error(ErrorKind::internal, "llama_decode failed (" + std::to_string(rc) + ")");
 }
 
+void Session::save_live(size_t keep) {
+    if (!cache_.cache || !cache_.cache->enabled()) return;
+    if (cached_.size() < keep + k_save_min_lost || cache_.cache->covers(cache_.ns, cached_)) return;
+    const size_t budget = cache_.cache->budget_bytes();
+    auto         target = save_seq_state(ctx_.get(), cached_, budget);
+    if (!target) return;
+    std::optional<cache::SeqState> draft;
+    if (draft_) draft = draft_->save_state(budget - std::min(budget, target->bytes.size()));
+    cache_.cache->store(cache_.ns, std::move(*target), std::move(draft));
+}
+
+void Session::park() { save_live(0); }
+
+bool Session::restore(const cache::CacheEntry & entry, size_t n_tokens) {
+    cached_.clear();
+    if (!restore_seq_state(ctx_.get(), entry.target, n_tokens)) return false;
+    cached_.assign(entry.target.tokens.begin(), entry.target.tokens.begin() + static_cast<std::ptrdiff_t>(n_tokens));
+    // The draft keeps whatever prefix of its saved sequence the next proposal shares.
+    if (draft_ && entry.draft) draft_->restore_state(*entry.draft);
+    return true;
+}
+
+size_t Session::reuse_saved(const std::vector<llama_token> & prompt, size_t live) {
+    // The last prompt token is always evaluated (its logits start the answer).
+    const size_t wanted = prompt.size() - 1;
+    if (!cache_.cache || !cache_.cache->enabled() || live + k_restore_min_gain > wanted) {
+        save_live(live);
+        return live;
+    }
+    const cache::PromptCache::Hit hit = cache_.cache->find(cache_.ns, prompt);
+    const size_t                  n   = std::min(hit.length, wanted);
+    if (!hit.entry || n < live + k_restore_min_gain) {
+        cache_.cache->count_miss();
+        save_live(live);
+        return live;
+    }
+    save_live(0); // the restore replaces all of it
+    if (!restore(*hit.entry, n)) {
+        cache_.cache->count_miss();
+        return 0;
+    }
+    cache_.cache->count_hit(n);
+    return n;
+}
+
 int32_t Session::prefill(const std::vector<llama_token> & prompt, const std::atomic<bool> & cancel,
                          GenerateStats & stats) {
     llama_memory_t mem = llama_get_memory(ctx_.get());
     size_t common = 0;
     while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
+    common = reuse_saved(prompt, common);
     if (common == prompt.size()) --common; // the last prompt token must be decoded for its logits
     if (!llama_memory_seq_rm(mem, 0, static_cast<llama_pos>(common), -1)) {
         llama_memory_clear(mem, true);

@@ -2,7 +2,9 @@
 // One llama context on a loaded model (plus, optionally, a draft model's) and the decode
 // rounds that run on it. The tokens held in its KV cache are remembered, so a request that
 // shares a prefix with the previous one (a chat that goes on) only evaluates the new part.
+#include "cache/prompt_cache.h"
 #include "core/options.h"
+#include "engine/context_memory.h"
 #include "engine/draft_model.h"
 #include "engine/forced_speller.h"
 #include "engine/llama_handles.h"
@@ -14,6 +16,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -30,11 +33,25 @@ struct GenerateResult {
 
 using TextSink = std::function<void(std::string_view text)>;
 
+// Where a session keeps sequence states it would otherwise lose, and under which name: the
+// namespace must differ for any two model pairs whose states are not interchangeable.
+struct PromptCacheLink {
+    cache::PromptCache * cache = nullptr; // null: no prompt cache
+    std::string          ns;
+};
+
+// The memory a session's contexts hold besides the weights.
+struct SessionMemory {
+    ContextBytes target;
+    ContextBytes draft;
+};
+
 class Session {
   public:
     // Throws specd::Error(bad_request) when a context cannot be created or the draft's
     // vocabulary does not match.
-    Session(std::shared_ptr<Model> model, const ContextOptions & opts, std::shared_ptr<Model> draft = nullptr);
+    Session(std::shared_ptr<Model> model, const ContextOptions & opts, std::shared_ptr<Model> draft = nullptr,
+            PromptCacheLink cache = {});
 
     // Runs one generation. `emit` receives valid UTF-8 text pieces, never a stop string.
     // Throws specd::Error(cancelled) soon after `cancel` becomes true, wherever it is.
@@ -51,6 +68,12 @@ class Session {
     // What the depth controller carries from one request to the next on this model.
     const spec::DepthPrior & depth_prior() const { return prior_; }
 
+    const SessionMemory & memory() const { return memory_; }
+
+    // Saves the live sequence into the prompt cache, if it is worth keeping: called before
+    // the session is closed (the model unloads, or the next request needs other options).
+    void park();
+
   private:
     class Generation;
 
@@ -58,6 +81,14 @@ class Session {
     // last prompt token at the batch index returned.
     int32_t prefill(const std::vector<llama_token> & prompt, const std::atomic<bool> & cancel,
                     GenerateStats & stats);
+    // With the live KV holding the prompt's first `live` tokens: restores a saved state that
+    // holds more of it, if there is one (saving the live one first). Returns how many prompt
+    // tokens the KV now holds, from the start.
+    size_t reuse_saved(const std::vector<llama_token> & prompt, size_t live);
+    // Saves the live sequence when more than a little of it is about to be lost: everything
+    // after its first `keep` tokens.
+    void   save_live(size_t keep);
+    bool   restore(const cache::CacheEntry & entry, size_t n_tokens);
     void    decode_or_throw(const std::atomic<bool> & cancel);
     // The text `state` forces after `prev`, and its tokens (at most `max_tokens`) as the
     // target is likely to spell it. Empty where the grammar forces nothing.
@@ -79,6 +110,8 @@ class Session {
     spec::FirstOfDrafters       drafters_; // prompt lookup first (free), then the draft model
     spec::DepthPrior            prior_;
     ForcedSpeller               speller_; // learns how the target spells forced text
+    PromptCacheLink             cache_;
+    SessionMemory               memory_;
     const std::atomic<bool> *   cancel_ = nullptr; // read by llama.cpp's abort callback
 };
 

@@ -94,4 +94,20 @@ std::vector<llama_token> VocabIndex::tokenize_greedy(std::string_view text) cons
     return out;
 }
 
+size_t VocabIndex::bytes() const {
+    const auto str = [](const std::string & x) { return x.capacity() > 15 ? x.capacity() + 1 : 0; }; // past SSO
+    size_t n = sizeof(*this);
+    for (const auto * chars : {&ascii_, &other_}) {
+        n += chars->capacity() * sizeof(CharToken);
+        for (const auto & c : *chars) n += str(c.text);
+    }
+    n += eog_.capacity() * sizeof(llama_token) + first_byte_.capacity() * sizeof(int16_t);
+    n += grammar_pieces_.capacity() * sizeof(std::string) + piece_len_.capacity();
+    for (const auto & p : grammar_pieces_) n += str(p);
+    // An unordered_map node: the pair and a next pointer (and the cached hash); plus buckets.
+    n += by_piece_.bucket_count() * sizeof(void *);
+    for (const auto & [k, v] : by_piece_) n += sizeof(std::pair<const std::string, llama_token>) + 2 * sizeof(void *) + str(k);
+    return n;
+}
+
 } // namespace specd::grammar

@@ -48,6 +48,9 @@ class VocabIndex {
     // stops early (returns a shorter run) at a byte no token starts with.
     std::vector<llama_token> tokenize_greedy(std::string_view text) const;
 
+    // Heap bytes held (for the memory ledger): containers and the strings' own buffers.
+    size_t bytes() const;
+
   private:
     const llama_vocab *                          vocab_;
     std::vector<CharToken>                       ascii_;

@@ -15,10 +15,19 @@ int64_t now_ns() {
                std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// What a request's own data costs while it runs: its texts and token lists.
+size_t request_bytes(const GenerateRequest & req) {
+    const PromptSpec & p = req.prompt;
+    size_t n = sizeof(req) + p.prompt.size() + p.system.size() + p.suffix.size() + p.context.size() * sizeof(int32_t);
+    for (const Message & m : p.messages) n += sizeof(m) + m.role.size() + m.content.size();
+    for (const std::string & stop : req.generate.stop) n += stop.size();
+    return n;
+}
+
 } // namespace
 
-Runner::Runner(size_t max_queue, KeepAlive default_keep_alive) :
-    max_queue_(max_queue), default_keep_alive_(default_keep_alive), thread_([this] { loop(); }) {}
+Runner::Runner(size_t max_queue, KeepAlive default_keep_alive, cache::PromptCache * cache) :
+    max_queue_(max_queue), default_keep_alive_(default_keep_alive), cache_(cache), thread_([this] { loop(); }) {}
 
 Runner::~Runner() {
     {
@@ -85,6 +94,7 @@ void Runner::ensure_loaded(const GenerateRequest & req, DoneInfo & done) {
     if (same_model && session_ && session_->options() == req.context) return;
 
     const int64_t t0 = now_ns();
+    if (session_) session_->park(); // its sequence may serve a later prompt
     session_.reset();
     if (!same_model) {
         unload();
@@ -92,9 +102,14 @@ void Runner::ensure_loaded(const GenerateRequest & req, DoneInfo & done) {
         draft_         = req.model.draft ? engine::Model::load(*req.model.draft, load_opts) : nullptr;
         template_      = std::make_unique<engine::ChatTemplate>(model_->get());
         loaded_digest_ = req.model.digest;
+        memory_owner_  = memory::process_ledger().open_owner(memory::OwnerKind::model, req.model.name);
     }
-    session_ = std::make_unique<engine::Session>(model_, req.context, draft_);
+    // States restore only into the same pair of models (the draft's file is named by digest).
+    engine::PromptCacheLink link{cache_, req.model.digest + "+" +
+                                             (req.model.draft ? req.model.draft->filename().string() : "")};
+    session_   = std::make_unique<engine::Session>(model_, req.context, draft_, std::move(link));
     done.load_ns = now_ns() - t0;
+    account_model();
 
     LoadedInfo info;
     info.name               = req.model.name;
@@ -104,19 +119,41 @@ void Runner::ensure_loaded(const GenerateRequest & req, DoneInfo & done) {
     info.family             = model_->info().architecture;
     info.parameter_size     = engine::format_parameter_count(model_->info().n_params);
     info.quantization_level = model_->info().file_type;
+    info.memory_owner       = memory_owner_.owner().id;
     std::lock_guard lock(mu_);
     info_ = info;
 }
 
 void Runner::unload() {
+    if (session_) session_->park();
     session_.reset();
     template_.reset();
     model_.reset();
     draft_.reset();
     loaded_digest_.clear();
+    weights_.release();
+    kv_target_.release();
+    kv_draft_.release();
+    compute_.release();
+    vocab_index_.release();
+    memory_owner_.close();
     std::lock_guard lock(mu_);
     info_.reset();
     unload_at_.reset();
+}
+
+void Runner::account_model() {
+    const auto set = [&](memory::Reservation & r, memory::Bucket bucket, size_t bytes) {
+        if (!r.held()) r = memory_owner_.reserve(bucket, bytes);
+        else r.resize(bytes);
+    };
+    const engine::SessionMemory & mem = session_->memory();
+    set(weights_, memory::Bucket::weights, model_->size_bytes() + (draft_ ? draft_->size_bytes() : 0));
+    set(kv_target_, memory::Bucket::kv_target, mem.target.kv);
+    set(kv_draft_, memory::Bucket::kv_draft, mem.draft.kv);
+    set(compute_, memory::Bucket::compute, mem.target.compute + mem.draft.compute);
+    // Built by the first constrained request; shared by every later one.
+    set(vocab_index_, memory::Bucket::grammar, model_->vocab_index_bytes());
 }
 
 namespace {
@@ -147,8 +184,19 @@ void record(const DoneInfo & done) {
 } // namespace
 
 void Runner::run(Job & job) {
+    // The final event goes out after serve() has released everything the request held, so a
+    // client that has its answer sees the request's memory back in the ledger.
+    Event last = serve(job);
+    job.events.push(std::move(last));
+}
+
+Event Runner::serve(Job & job) {
     const GenerateRequest & req = job.request;
     DoneInfo                done;
+    memory::OwnerHandle     owner = memory::process_ledger().open_owner(
+        memory::OwnerKind::request, "request " + std::to_string(++served_) + " (" + req.model.name + ")");
+    memory::Reservation held    = owner.reserve(memory::Bucket::request, request_bytes(req));
+    memory::Reservation grammar = owner.reserve(memory::Bucket::grammar, req.generate.grammar.size());
     try {
         if (job.cancel) throw Error(ErrorKind::cancelled, "request cancelled");
         ensure_loaded(req, done);
@@ -158,6 +206,7 @@ void Runner::run(Job & job) {
             done.reason = keep_alive.count() == 0 ? DoneReason::unload : DoneReason::load;
         } else {
             const auto prompt = engine::build_prompt(*model_, *template_, req.prompt, req.model.system);
+            held.resize(held.bytes() + prompt.size() * sizeof(llama_token));
             auto result = session_->generate(
                 prompt, req.generate,
                 [&](std::string_view text) { job.events.push({Event::Kind::text, std::string(text), {}, {}}); },
@@ -168,6 +217,8 @@ void Runner::run(Job & job) {
             done.speculation    = std::move(result.speculation);
             done.grammar_drafts = result.grammar_drafts;
             done.k_histogram = std::move(result.k_histogram);
+            held.resize(held.bytes() + done.context.size() * sizeof(int32_t));
+            account_model(); // a first constrained request builds the vocabulary index
         }
         done.total_ns = now_ns() - job.enqueued_ns;
 
@@ -187,13 +238,13 @@ void Runner::run(Job & job) {
             }
         }
         record(done);
-        job.events.push({Event::Kind::done, {}, {}, std::move(done)});
+        return {Event::Kind::done, {}, {}, std::move(done)};
     } catch (const Error & e) {
         metrics::server_metrics().request_errors_total.add();
-        job.events.push({Event::Kind::error, e.what(), e.kind(), {}});
+        return {Event::Kind::error, e.what(), e.kind(), {}};
     } catch (const std::exception & e) {
         metrics::server_metrics().request_errors_total.add();
-        job.events.push({Event::Kind::error, e.what(), ErrorKind::internal, {}});
+        return {Event::Kind::error, e.what(), ErrorKind::internal, {}};
     }
 }
 

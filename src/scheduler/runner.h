@@ -1,6 +1,8 @@
 #pragma once
 // One model's worker: a bounded FIFO of jobs served one at a time on its own thread, which
 // also owns every llama.cpp object of the model (load, generate, unload all happen there).
+#include "cache/prompt_cache.h"
+#include "memory/ledger.h"
 #include "scheduler/job.h"
 
 #include <chrono>
@@ -29,11 +31,13 @@ struct LoadedInfo {
     std::string                                        family;
     std::string                                        parameter_size;
     std::string                                        quantization_level;
+    uint64_t                                           memory_owner = 0; // its owner id in the ledger
 };
 
 class Runner {
   public:
-    Runner(size_t max_queue, KeepAlive default_keep_alive);
+    // `cache` (may be null) is shared with the other runners and outlives this one.
+    Runner(size_t max_queue, KeepAlive default_keep_alive, cache::PromptCache * cache);
     ~Runner(); // finishes the running job's cancellation and unloads
     Runner(const Runner &)             = delete;
     Runner & operator=(const Runner &) = delete;
@@ -45,12 +49,15 @@ class Runner {
 
   private:
     void loop();
-    void run(Job & job);
+    void  run(Job & job);
+    Event serve(Job & job); // the job's final event (done or error)
     void ensure_loaded(const GenerateRequest & req, DoneInfo & done);
     void unload();
+    void account_model(); // the ledger's view of what the loaded model holds
 
     const size_t    max_queue_;
     const KeepAlive default_keep_alive_;
+    cache::PromptCache * const cache_;
 
     mutable std::mutex                        mu_;
     std::condition_variable                   cv_;
@@ -66,6 +73,9 @@ class Runner {
     std::unique_ptr<engine::ChatTemplate> template_;
     std::unique_ptr<engine::Session>      session_;
     std::string                           loaded_digest_;
+    uint64_t                              served_ = 0;
+    memory::OwnerHandle                   memory_owner_; // open while a model is loaded
+    memory::Reservation                   weights_, kv_target_, kv_draft_, compute_, vocab_index_;
 
     std::thread thread_;
 };

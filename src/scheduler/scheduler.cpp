@@ -8,7 +8,7 @@ std::shared_ptr<Job> Scheduler::submit(GenerateRequest req) {
     std::lock_guard lock(mu_);
     if (stopping_) throw Error(ErrorKind::busy, "server is shutting down");
     auto & runner = runners_[job->request.model.name];
-    if (!runner) runner = std::make_unique<Runner>(cfg_.max_queue, cfg_.default_keep_alive);
+    if (!runner) runner = std::make_unique<Runner>(cfg_.max_queue, cfg_.default_keep_alive, cache_);
     if (!runner->enqueue(job)) {
         throw Error(ErrorKind::busy, "server busy, please try again.  maximum pending requests exceeded");
     }

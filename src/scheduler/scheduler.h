@@ -17,7 +17,8 @@ struct SchedulerConfig {
 
 class Scheduler {
   public:
-    explicit Scheduler(SchedulerConfig cfg) : cfg_(cfg) {}
+    // `cache` (may be null) outlives the scheduler.
+    Scheduler(SchedulerConfig cfg, cache::PromptCache * cache) : cfg_(cfg), cache_(cache) {}
 
     // Queues the job on its model's runner; throws specd::Error(busy) when the queue is full.
     std::shared_ptr<Job> submit(GenerateRequest req);
@@ -29,6 +30,7 @@ class Scheduler {
 
   private:
     SchedulerConfig                                cfg_;
+    cache::PromptCache *                           cache_;
     mutable std::mutex                             mu_;
     std::map<std::string, std::unique_ptr<Runner>> runners_; // by model name
     bool                                           stopping_ = false;

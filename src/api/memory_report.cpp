@@ -1,0 +1,104 @@
+#include "api/memory_report.h"
+
+#include "memory/process_memory.h"
+
+#include <sstream>
+
+namespace specd::api {
+
+namespace {
+
+constexpr memory::Bucket k_buckets[] = {memory::Bucket::weights,      memory::Bucket::kv_target,
+                                        memory::Bucket::kv_draft,     memory::Bucket::compute,
+                                        memory::Bucket::prompt_cache, memory::Bucket::images,
+                                        memory::Bucket::grammar,      memory::Bucket::request};
+constexpr memory::OwnerKind k_kinds[] = {memory::OwnerKind::model, memory::OwnerKind::request,
+                                         memory::OwnerKind::cache};
+
+json cache_json(const cache::PromptCacheStats & c) {
+    return {{"budget_bytes", c.budget_bytes}, {"bytes", c.bytes},       {"entries", c.entries},
+            {"tokens", c.tokens},             {"hits", c.hits},         {"misses", c.misses},
+            {"tokens_reused", c.tokens_reused}, {"evictions", c.evictions}, {"stores", c.stores},
+            {"rejected", c.rejected}};
+}
+
+} // namespace
+
+json bucket_json(const memory::BucketBytes & buckets) {
+    json   out   = json::object();
+    size_t total = 0;
+    for (memory::Bucket b : k_buckets) {
+        out[memory::bucket_name(b)] = buckets[static_cast<size_t>(b)];
+        total += buckets[static_cast<size_t>(b)];
+    }
+    out["total"] = total;
+    return out;
+}
+
+json memory_debug_json(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache) {
+    json owners = json::object();
+    for (memory::OwnerKind k : k_kinds) {
+        const auto & c = ledger.owners[static_cast<size_t>(k)];
+        owners[memory::owner_kind_name(k)] = {{"created", c.created}, {"closed", c.closed}, {"open", c.open()}};
+    }
+    json reservations = json::array();
+    bool request_zero = true;
+    for (const auto & r : ledger.reservations) {
+        if (r.owner.kind == memory::OwnerKind::request) request_zero = false;
+        reservations.push_back({{"owner", {{"kind", memory::owner_kind_name(r.owner.kind)},
+                                           {"id", r.owner.id},
+                                           {"label", r.owner.label},
+                                           {"open", r.owner_open}}},
+                                {"bucket", memory::bucket_name(r.bucket)},
+                                {"bytes", r.bytes}});
+    }
+    json models = json::array();
+    for (const auto & m : ledger.models) {
+        models.push_back({{"owner", m.owner.id}, {"name", m.owner.label}, {"memory", bucket_json(m.buckets)}});
+    }
+    return {{"buckets", bucket_json(ledger.buckets)},
+            {"request_buckets_zero", request_zero},
+            {"resident_bytes", memory::resident_bytes()},
+            {"owners", owners},
+            {"models", models},
+            {"prompt_cache", cache_json(cache)},
+            {"reservations", reservations}};
+}
+
+std::string memory_metrics(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache) {
+    std::ostringstream out;
+    out << "# HELP specd_memory_bytes Bytes held, by ledger bucket.\n# TYPE specd_memory_bytes gauge\n";
+    for (memory::Bucket b : k_buckets) {
+        out << "specd_memory_bytes{bucket=\"" << memory::bucket_name(b) << "\"} " << ledger.buckets[static_cast<size_t>(b)]
+            << "\n";
+    }
+    for (const char * what : {"created", "closed"}) {
+        out << "# HELP specd_memory_owners_" << what << "_total Ledger owners " << what << ", by kind.\n"
+            << "# TYPE specd_memory_owners_" << what << "_total counter\n";
+        for (memory::OwnerKind k : k_kinds) {
+            const auto & c = ledger.owners[static_cast<size_t>(k)];
+            out << "specd_memory_owners_" << what << "_total{kind=\"" << memory::owner_kind_name(k) << "\"} "
+                << (what[1] == 'r' ? c.created : c.closed) << "\n";
+        }
+    }
+    out << "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+        << "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes " << memory::resident_bytes() << "\n";
+    const auto gauge = [&](const char * name, const char * help, uint64_t v) {
+        out << "# HELP " << name << " " << help << "\n# TYPE " << name << " gauge\n" << name << " " << v << "\n";
+    };
+    const auto counter = [&](const char * name, const char * help, uint64_t v) {
+        out << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n" << name << " " << v << "\n";
+    };
+    gauge("specd_prompt_cache_budget_bytes", "The prompt cache's byte budget (0: disabled).", cache.budget_bytes);
+    gauge("specd_prompt_cache_bytes", "Bytes of saved sequence states in the prompt cache.", cache.bytes);
+    gauge("specd_prompt_cache_entries", "Saved sequence states in the prompt cache.", cache.entries);
+    gauge("specd_prompt_cache_tokens", "Tokens held by the saved states.", cache.tokens);
+    counter("specd_prompt_cache_hits_total", "Prompts that restored a saved state.", cache.hits);
+    counter("specd_prompt_cache_misses_total", "Prompts that found no saved state worth restoring.", cache.misses);
+    counter("specd_prompt_cache_tokens_reused_total", "Prompt tokens restored instead of evaluated.",
+            cache.tokens_reused);
+    counter("specd_prompt_cache_evictions_total", "Saved states evicted to stay within the budget.", cache.evictions);
+    return out.str();
+}
+
+} // namespace specd::api

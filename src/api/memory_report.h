@@ -1,0 +1,21 @@
+#pragma once
+// The ledger and the prompt cache as the API shows them: JSON for /api/ps and
+// /api/debug/memory, Prometheus text for /metrics.
+#include "api/json_input.h"
+#include "cache/prompt_cache.h"
+#include "memory/ledger.h"
+
+#include <string>
+
+namespace specd::api {
+
+// {"weights": n, ..., "request": n, "total": n}
+json bucket_json(const memory::BucketBytes & buckets);
+
+// GET /api/debug/memory: totals, owners, every live reservation, the cache, the process RSS.
+json memory_debug_json(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache);
+
+// The memory and prompt-cache series of /metrics.
+std::string memory_metrics(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache);
+
+} // namespace specd::api
