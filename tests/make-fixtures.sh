@@ -5,8 +5,8 @@
 # Idempotent: each fixture has a stamp holding the tool's checksum and its exact arguments,
 # and is regenerated only when that changes or a file is missing. Every run also checks that
 # the tool is deterministic (same arguments, same bytes), since tests compare outputs of
-# these models across runs: tiny.gguf always, the 0.8 pair (whose calibration runs libllama
-# several times) when it was just generated.
+# these models across runs: tiny.gguf and vision-mmproj.gguf always, the 0.8 pair (whose
+# calibration runs libllama several times) when it was just generated.
 #
 #   tiny.gguf                       phi-3 vocab (32064 tokens, has a chat template); the main model
 #   tiny-spm.gguf                   llama-spm vocab (32000 tokens, no chat template)
@@ -14,6 +14,11 @@
 #                                   phi-3 vocab; greedy choices agree on ~80% of positions
 #   pair-low-draft.gguf, pair-low-target.gguf
 #                                   the same with ~30% agreement (speculation that does not pay)
+#   vision-text.gguf, vision-mmproj.gguf
+#                                   phi-3 vocab llama model (n_embd 64) and a gemma3 vision
+#                                   projector for it: every image is 16 tokens (64x64 pixels,
+#                                   4x4 patches pooled 4x4). mtmd only needs the text model's
+#                                   n_embd to match; the image markers are plain text here.
 set -euo pipefail
 
 if [ $# -ne 3 ]; then
@@ -70,12 +75,16 @@ fixture pair "pair-draft.gguf pair-target.gguf" \
 fixture pair-low "pair-low-draft.gguf pair-low-target.gguf" \
   pair --vocab "$phi3" --agreement 0.3 --seed 3 \
   --draft "$out/pair-low-draft.gguf" --target "$out/pair-low-target.gguf"
+fixture vision-text "vision-text.gguf" --vocab "$phi3" --out "$out/vision-text.gguf" --seed 4
+mmproj_args=(projector --type gemma3 --n-embd-text 64 --seed 4)
+fixture vision-mmproj "vision-mmproj.gguf" "${mmproj_args[@]}" --out "$out/vision-mmproj.gguf"
 
 # Determinism: regenerate elsewhere and compare bytes.
 check=$(mktemp -d)
 trap 'rm -rf "$check"' EXIT
 "$bin" --vocab "$phi3" --out "$check/tiny.gguf" --seed 1 >/dev/null
-compare="tiny.gguf"
+"$bin" "${mmproj_args[@]}" --out "$check/vision-mmproj.gguf" >/dev/null
+compare="tiny.gguf vision-mmproj.gguf"
 if [[ "$generated" == *" pair "* ]]; then
   "$bin" "${pair_args[@]}" --draft "$check/pair-draft.gguf" --target "$check/pair-target.gguf" >/dev/null
   compare+=" pair-draft.gguf pair-target.gguf"

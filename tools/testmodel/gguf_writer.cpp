@@ -28,15 +28,45 @@ gguf_context_ptr tokenizer_keys(const gguf_context * vocab) {
 
 void fill(ggml_tensor * t, const tensor_spec & spec, uint64_t seed) {
     auto * data = static_cast<float *>(t->data);
-    const int64_t n = spec.ne0 * spec.ne1;
-    if (spec.init == WEIGHT_INIT_ONES) {
-        std::fill(data, data + n, 1.0f);
+    const int64_t n = spec.n_elements();
+    if (spec.init != WEIGHT_INIT_UNIFORM) {
+        std::fill(data, data + n, spec.init == WEIGHT_INIT_ONES ? 1.0f : 0.0f);
         return;
     }
     weight_rng rng(seed, spec.name);
     for (int64_t i = 0; i < n; ++i) {
         data[i] = rng.uniform(spec.bound);
     }
+}
+
+// Adds seeded random tensors for `specs` to `out` (which holds the metadata) and writes it
+// through a temporary file and a rename, so an interrupted run never leaves a truncated file.
+uint64_t write_with_weights(const std::string & path, gguf_context * out, const std::vector<tensor_spec> & specs,
+                            uint64_t seed) {
+    size_t mem_size = 0;
+    for (const tensor_spec & spec : specs) {
+        mem_size += ggml_tensor_overhead() + size_t(spec.n_elements()) * sizeof(float) + GGML_MEM_ALIGN;
+    }
+    ggml_init_params ggml_params = {/*mem_size =*/mem_size, /*mem_buffer =*/nullptr, /*no_alloc =*/false};
+    ggml_context_ptr tensors(ggml_init(ggml_params));
+    if (!tensors) {
+        throw std::runtime_error("cannot allocate " + std::to_string(mem_size) + " bytes for the weights");
+    }
+
+    for (const tensor_spec & spec : specs) {
+        ggml_tensor * t = ggml_new_tensor(tensors.get(), GGML_TYPE_F32, int(spec.ne.size()), spec.ne.data());
+        ggml_set_name(t, spec.name.c_str());
+        fill(t, spec, seed);
+        gguf_add_tensor(out, t);
+    }
+
+    const std::string tmp = path + ".tmp";
+    if (!gguf_write_to_file(out, tmp.c_str(), /*only_meta =*/false)) {
+        std::filesystem::remove(tmp);
+        throw std::runtime_error("cannot write " + path);
+    }
+    std::filesystem::rename(tmp, path);
+    return std::filesystem::file_size(path);
 }
 
 } // namespace
@@ -61,18 +91,6 @@ vocab_file vocab_file_load(const std::string & path) {
 }
 
 uint64_t model_write(const std::string & path, const vocab_file & vocab, const model_write_params & params) {
-    const std::vector<tensor_spec> specs = llama_tensor_specs(params.hparams, vocab.n_vocab);
-
-    size_t mem_size = 0;
-    for (const tensor_spec & spec : specs) {
-        mem_size += ggml_tensor_overhead() + size_t(spec.ne0 * spec.ne1) * sizeof(float) + GGML_MEM_ALIGN;
-    }
-    ggml_init_params ggml_params = {/*mem_size =*/mem_size, /*mem_buffer =*/nullptr, /*no_alloc =*/false};
-    ggml_context_ptr tensors(ggml_init(ggml_params));
-    if (!tensors) {
-        throw std::runtime_error("cannot allocate " + std::to_string(mem_size) + " bytes for the weights");
-    }
-
     gguf_context_ptr out(gguf_init_empty());
     llama_set_hparams(out.get(), params.hparams, vocab.n_vocab);
     gguf_context_ptr keys = tokenizer_keys(vocab.ctx.get());
@@ -80,21 +98,11 @@ uint64_t model_write(const std::string & path, const vocab_file & vocab, const m
     if (params.chat_template) {
         gguf_set_val_str(out.get(), "tokenizer.chat_template", params.chat_template->c_str());
     }
+    return write_with_weights(path, out.get(), llama_tensor_specs(params.hparams, vocab.n_vocab), params.seed);
+}
 
-    for (const tensor_spec & spec : specs) {
-        ggml_tensor * t = spec.n_dims == 1
-            ? ggml_new_tensor_1d(tensors.get(), GGML_TYPE_F32, spec.ne0)
-            : ggml_new_tensor_2d(tensors.get(), GGML_TYPE_F32, spec.ne0, spec.ne1);
-        ggml_set_name(t, spec.name.c_str());
-        fill(t, spec, params.seed);
-        gguf_add_tensor(out.get(), t);
-    }
-
-    const std::string tmp = path + ".tmp";
-    if (!gguf_write_to_file(out.get(), tmp.c_str(), /*only_meta =*/false)) {
-        std::filesystem::remove(tmp);
-        throw std::runtime_error("cannot write " + path);
-    }
-    std::filesystem::rename(tmp, path);
-    return std::filesystem::file_size(path);
+uint64_t projector_write(const std::string & path, const projector_write_params & params) {
+    gguf_context_ptr out(gguf_init_empty());
+    clip_set_hparams(out.get(), params.hparams);
+    return write_with_weights(path, out.get(), clip_tensor_specs(params.hparams), params.seed);
 }

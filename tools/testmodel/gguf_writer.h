@@ -1,5 +1,6 @@
 #pragma once
 
+#include "clip_layout.h"
 #include "llama_layout.h"
 
 #include <ggml-cpp.h>
@@ -28,3 +29,12 @@ struct model_write_params {
 // hyperparameters and seeded random F32 weights. Goes through a temporary file and a rename,
 // so an interrupted run never leaves a truncated model behind. Returns the file size.
 uint64_t model_write(const std::string & path, const vocab_file & vocab, const model_write_params & params);
+
+struct projector_write_params {
+    clip_hparams_spec hparams;
+    uint64_t          seed = 1;
+};
+
+// Writes a complete vision projector (mmproj) GGUF: the clip.* keys and seeded random F32
+// weights, the same way as model_write. Returns the file size.
+uint64_t projector_write(const std::string & path, const projector_write_params & params);

@@ -40,10 +40,10 @@ std::vector<tensor_spec> llama_tensor_specs(const llama_hparams_spec & hp, uint3
     const double b_out  = bound(4.0 / std::sqrt(double(n_embd)));
 
     const auto vec = [](std::string name, int64_t n) {
-        return tensor_spec{std::move(name), n, 1, 1, WEIGHT_INIT_ONES, 0.0};
+        return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ONES, 0.0};
     };
     const auto mat = [](std::string name, int64_t n_in, int64_t n_out, double b) {
-        return tensor_spec{std::move(name), n_in, n_out, 2, WEIGHT_INIT_UNIFORM, b};
+        return tensor_spec{std::move(name), {n_in, n_out}, WEIGHT_INIT_UNIFORM, b};
     };
 
     std::vector<tensor_spec> specs;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "tensor_spec.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,20 +30,6 @@ struct llama_hparams_spec {
 
 // Empty when valid, otherwise what is wrong (for the command line).
 std::string llama_hparams_check(const llama_hparams_spec & hp);
-
-enum weight_init {
-    WEIGHT_INIT_ONES,    // norm weights
-    WEIGHT_INIT_UNIFORM, // uniform in [-bound, bound)
-};
-
-struct tensor_spec {
-    std::string name;
-    int64_t     ne0 = 1;  // ggml order: ne0 is the row length (the input dimension)
-    int64_t     ne1 = 1;  // 1 for vectors
-    int         n_dims = 1;
-    weight_init init = WEIGHT_INIT_ONES;
-    double      bound = 0.0;
-};
 
 // Every tensor llama.cpp's llama_model_llama::load_arch_tensors requires, with an untied
 // output matrix (tied embeddings make a random model echo its input token).

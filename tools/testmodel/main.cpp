@@ -1,5 +1,6 @@
 // specd-testmodel: writes tiny random-weight llama-architecture GGUF models with a real
-// tokenizer, for tests that cannot download weights. See usage() below.
+// tokenizer, and vision projectors to go with them, for tests that cannot download weights.
+// See usage_text below.
 
 #include "gguf_writer.h"
 #include "llama_layout.h"
@@ -29,6 +30,7 @@ const char * const usage_text =
     "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
     "                  [--extra-layers N] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
+    "  specd-testmodel projector --type gemma3 --n-embd-text N --out FILE [projector options]\n"
     "\n"
     "Writes tiny random-weight llama-architecture GGUF models whose tokenizer and chat template\n"
     "come from a vocab-only GGUF (llama.cpp's models/ggml-vocab-*.gguf). The same options and\n"
@@ -50,7 +52,20 @@ const char * const usage_text =
     "(0..1) of teacher-forced positions; --alpha A skips the calibration. The measured\n"
     "agreement is printed.\n"
     "\n"
-    "agreement mode: prints the measured agreement of two existing models.\n";
+    "agreement mode: prints the measured agreement of two existing models.\n"
+    "\n"
+    "projector mode: writes a tiny random-weight vision projector (an mmproj GGUF, loaded with\n"
+    "mtmd_init_from_file next to a text model whose n_embd is --n-embd-text). Only the gemma3\n"
+    "type: a SigLIP ViT whose patches are average-pooled --merge x --merge, so every image is\n"
+    "(image-size / patch-size / merge)^2 tokens.\n"
+    "  --image-size N      side of the square the image is resized to (default 64)\n"
+    "  --patch-size N      ViT patch side (default 4)\n"
+    "  --merge N           pooling kernel side (default 4, gemma3's)\n"
+    "  --n-embd N          ViT embedding size (default 32)\n"
+    "  --n-layer N         ViT layers (default 2)\n"
+    "  --n-head N          ViT attention heads (default 2)\n"
+    "  --n-ff N            ViT feed-forward size (default 64)\n"
+    "  --seed N            weight seed (default 1)\n";
 
 // Thrown for anything the user typed wrong: usage is shown, exit code 1.
 struct usage_error : std::runtime_error {
@@ -58,7 +73,7 @@ struct usage_error : std::runtime_error {
 };
 
 struct cli_options {
-    std::string mode; // "", "pair" or "agreement"
+    std::string mode; // "", "pair", "agreement" or "projector"
     std::map<std::string, std::string> values;
 
     bool has(const std::string & key) const { return values.count(key) != 0; }
@@ -81,6 +96,8 @@ cli_options parse_cli(int argc, char ** argv) {
         {"", {"--vocab", "--out"}},
         {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha"}},
         {"agreement", {"--draft", "--target", "--seed"}},
+        {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
+                       "--n-layer", "--n-head", "--n-ff", "--seed"}},
     };
 
     cli_options opts;
@@ -89,7 +106,7 @@ cli_options parse_cli(int argc, char ** argv) {
         opts.mode = argv[i++];
     }
     const names & allowed = mode_options.at(opts.mode);
-    const bool with_model_options = opts.mode != "agreement";
+    const bool with_model_options = opts.mode.empty() || opts.mode == "pair";
     for (; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (arg == "-h" || arg == "--help") {
@@ -117,6 +134,10 @@ T parse_number(const std::string & key, const std::string & text) {
         throw usage_error(key + ": not a valid number: '" + text + "'");
     }
     return value;
+}
+
+uint64_t parse_seed(const cli_options & opts) {
+    return opts.has("--seed") ? parse_number<uint64_t>("--seed", opts.values.at("--seed")) : 1;
 }
 
 uint32_t parse_count(const cli_options & opts, const std::string & key, uint32_t fallback) {
@@ -163,9 +184,7 @@ model_write_params parse_model_params(const cli_options & opts) {
     if (const std::string problem = llama_hparams_check(hp); !problem.empty()) {
         throw usage_error(problem);
     }
-    if (opts.has("--seed")) {
-        params.seed = parse_number<uint64_t>("--seed", opts.values.at("--seed"));
-    }
+    params.seed = parse_seed(opts);
     if (opts.has("--chat-template")) {
         params.chat_template = read_text_file(opts.values.at("--chat-template"));
     }
@@ -255,9 +274,41 @@ int run_agreement(const cli_options & opts) {
     const std::string & draft_path  = opts.required("--draft");
     const std::string & target_path = opts.required("--target");
     const vocab_file vocab = vocab_file_load(draft_path);
-    const uint64_t seed = opts.has("--seed") ? parse_number<uint64_t>("--seed", opts.values.at("--seed")) : 1;
+    const uint64_t seed = parse_seed(opts);
     const agreement_probe probe(draft_path, probe_tokens(vocab.n_vocab, seed));
     std::printf("agreement %.4f (%zu positions)\n", probe.measure(target_path), probe.n_positions());
+    return 0;
+}
+
+int run_projector(const cli_options & opts) {
+    if (opts.required("--type") != "gemma3") {
+        throw usage_error("--type: only gemma3 is supported, got '" + opts.values.at("--type") + "'");
+    }
+    projector_write_params params;
+    clip_hparams_spec & hp = params.hparams;
+    hp.n_embd_text = parse_count(opts, "--n-embd-text", 0);
+    if (hp.n_embd_text == 0) {
+        throw usage_error("missing --n-embd-text");
+    }
+    hp.image_size = parse_count(opts, "--image-size", hp.image_size);
+    hp.patch_size = parse_count(opts, "--patch-size", hp.patch_size);
+    hp.n_merge    = parse_count(opts, "--merge", hp.n_merge);
+    hp.n_embd     = parse_count(opts, "--n-embd", hp.n_embd);
+    hp.n_layer    = parse_count(opts, "--n-layer", hp.n_layer);
+    hp.n_head     = parse_count(opts, "--n-head", hp.n_head);
+    hp.n_ff       = parse_count(opts, "--n-ff", hp.n_ff);
+    if (const std::string problem = clip_hparams_check(hp); !problem.empty()) {
+        throw usage_error(problem);
+    }
+    params.seed = parse_seed(opts);
+
+    const std::string & out = opts.required("--out");
+    const uint64_t size = projector_write(out, params);
+    std::printf("wrote %s: %llu bytes, gemma3 projector, image %ux%u, patch %u, merge %u, %u image tokens (%ux%u), "
+                "n_embd %u, n_layer %u, n_head %u, n_ff %u, n_embd_text %u, seed %llu\n",
+                out.c_str(), (unsigned long long) size, hp.image_size, hp.image_size, hp.patch_size, hp.n_merge,
+                hp.n_image_tokens(), hp.n_tokens_side(), hp.n_tokens_side(), hp.n_embd, hp.n_layer, hp.n_head, hp.n_ff,
+                hp.n_embd_text, (unsigned long long) params.seed);
     return 0;
 }
 
@@ -280,6 +331,8 @@ int main(int argc, char ** argv) {
             rc = run_pair(opts);
         } else if (opts.mode == "agreement") {
             rc = run_agreement(opts);
+        } else if (opts.mode == "projector") {
+            rc = run_projector(opts);
         } else {
             rc = run_single(opts);
         }

@@ -1,0 +1,106 @@
+#include "clip_layout.h"
+
+#include <gguf.h>
+
+#include <cmath>
+
+std::string clip_hparams_check(const clip_hparams_spec & hp) {
+    if (hp.n_embd_text == 0 || hp.image_size == 0 || hp.patch_size == 0 || hp.n_merge == 0 || hp.n_embd == 0 ||
+        hp.n_layer == 0 || hp.n_head == 0 || hp.n_ff == 0) {
+        return "all sizes must be positive";
+    }
+    if (hp.image_size % hp.patch_size != 0) {
+        return "--image-size must be a multiple of --patch-size";
+    }
+    // The pool drops a remainder that clip.cpp's token count would still include.
+    if (hp.n_patches_side() % hp.n_merge != 0) {
+        return "--image-size / --patch-size must be a multiple of --merge";
+    }
+    if (hp.n_embd % hp.n_head != 0) {
+        return "--n-embd must be a multiple of --n-head";
+    }
+    // clip.cpp takes an ffn_down whose rows have n_embd values for a legacy export with up
+    // and down swapped, and swaps them back.
+    if (hp.n_ff == hp.n_embd) {
+        return "--n-ff must differ from --n-embd";
+    }
+    return {};
+}
+
+std::vector<tensor_spec> clip_tensor_specs(const clip_hparams_spec & hp) {
+    const int64_t n_embd = hp.n_embd;
+    const int64_t n_ff   = hp.n_ff;
+    const int64_t ps     = hp.patch_size;
+    const int64_t n_pos  = int64_t(hp.n_patches_side()) * hp.n_patches_side();
+
+    // As in llama_layout: uniform bounds are std * sqrt(3), matrices get std 1/sqrt(fan_in) so
+    // activations keep unit scale. The projection's input is RMS-normed, so the image
+    // embeddings come out at the scale of the text model's token embeddings (std 1).
+    const auto bound = [](double std) { return std * std::sqrt(3.0); };
+    const double b_patch = bound(1.0 / std::sqrt(double(3 * ps * ps)));
+    const double b_pos   = bound(0.5); // below the patches' scale, so the image content shows
+    const double b_in    = bound(1.0 / std::sqrt(double(n_embd)));
+    const double b_down  = bound(1.0 / std::sqrt(double(n_ff)));
+
+    const auto ones = [](std::string name, int64_t n) {
+        return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ONES, 0.0};
+    };
+    const auto zeros = [](std::string name, int64_t n) {
+        return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ZEROS, 0.0};
+    };
+    const auto uniform = [](std::string name, std::vector<int64_t> ne, double b) {
+        return tensor_spec{std::move(name), std::move(ne), WEIGHT_INIT_UNIFORM, b};
+    };
+
+    std::vector<tensor_spec> specs;
+    // A conv2d kernel (KW, KH, channels in, channels out) with stride patch_size.
+    specs.push_back(uniform("v.patch_embd.weight", {ps, ps, 3, n_embd}, b_patch));
+    specs.push_back(zeros("v.patch_embd.bias", n_embd));
+    specs.push_back(uniform("v.position_embd.weight", {n_embd, n_pos}, b_pos));
+
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const std::string blk = "v.blk." + std::to_string(il) + ".";
+        specs.push_back(ones(blk + "ln1.weight", n_embd));
+        specs.push_back(zeros(blk + "ln1.bias", n_embd));
+        for (const char * proj : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+            specs.push_back(uniform(blk + proj + ".weight", {n_embd, n_embd}, b_in));
+            specs.push_back(zeros(blk + proj + ".bias", n_embd));
+        }
+        specs.push_back(ones(blk + "ln2.weight", n_embd));
+        specs.push_back(zeros(blk + "ln2.bias", n_embd));
+        specs.push_back(uniform(blk + "ffn_up.weight", {n_embd, n_ff}, b_in));
+        specs.push_back(zeros(blk + "ffn_up.bias", n_ff));
+        specs.push_back(uniform(blk + "ffn_down.weight", {n_ff, n_embd}, b_down));
+        specs.push_back(zeros(blk + "ffn_down.bias", n_embd));
+    }
+    specs.push_back(ones("v.post_ln.weight", n_embd));
+    specs.push_back(zeros("v.post_ln.bias", n_embd));
+
+    specs.push_back(ones("mm.soft_emb_norm.weight", n_embd));
+    // Stored (text n_embd, vision n_embd); the graph multiplies by its transpose.
+    specs.push_back(uniform("mm.input_projection.weight", {int64_t(hp.n_embd_text), n_embd}, b_in));
+    return specs;
+}
+
+void clip_set_hparams(gguf_context * ctx, const clip_hparams_spec & hp) {
+    gguf_set_val_str(ctx, "general.architecture", "clip");
+    gguf_set_val_str(ctx, "general.name", "specd-testmodel projector");
+    gguf_set_val_u32(ctx, "general.file_type", 0); // all F32
+    gguf_set_val_bool(ctx, "clip.has_vision_encoder", true);
+    gguf_set_val_str(ctx, "clip.projector_type", "gemma3");
+    gguf_set_val_bool(ctx, "clip.use_gelu", true);
+    gguf_set_val_u32(ctx, "clip.vision.image_size", hp.image_size);
+    gguf_set_val_u32(ctx, "clip.vision.patch_size", hp.patch_size);
+    gguf_set_val_u32(ctx, "clip.vision.embedding_length", hp.n_embd);
+    gguf_set_val_u32(ctx, "clip.vision.feed_forward_length", hp.n_ff);
+    gguf_set_val_u32(ctx, "clip.vision.block_count", hp.n_layer);
+    gguf_set_val_u32(ctx, "clip.vision.attention.head_count", hp.n_head);
+    gguf_set_val_f32(ctx, "clip.vision.attention.layer_norm_epsilon", hp.eps);
+    gguf_set_val_u32(ctx, "clip.vision.projection_dim", hp.n_embd_text);
+    const float half[3] = {0.5f, 0.5f, 0.5f}; // SigLIP's mean and std: pixels map to [-1, 1]
+    gguf_set_arr_data(ctx, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, half, 3);
+    gguf_set_arr_data(ctx, "clip.vision.image_std", GGUF_TYPE_FLOAT32, half, 3);
+    if (hp.n_merge != 4) {
+        gguf_set_val_u32(ctx, "clip.vision.projector.scale_factor", hp.n_merge);
+    }
+}
