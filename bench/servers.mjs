@@ -57,9 +57,9 @@ async function start(cmd, args, env, readyPath, port) {
 }
 
 // specd with a private store holding `name` = target + draft.
-export async function startSpecd({ bin, modelsDir, name, target, draft, threads, numCtx }) {
+export async function startSpecd({ bin, modelsDir, name, target, draft, threads, numCtx, env: extraEnv = {} }) {
   const port = await freePort();
-  const env = { SPECD_MODELS: modelsDir, SPECD_HOST: `127.0.0.1:${port}` };
+  const env = { SPECD_MODELS: modelsDir, SPECD_HOST: `127.0.0.1:${port}`, ...extraEnv };
   const fs = await import('node:fs');
   const path = await import('node:path');
   const modelfile = path.join(modelsDir, `${name}.Modelfile`);
@@ -70,10 +70,10 @@ export async function startSpecd({ bin, modelsDir, name, target, draft, threads,
   return { ...server, kind: 'specd', name };
 }
 
-export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMin, threads, numCtx }) {
+export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMin, threads, numCtx, extraArgs = [] }) {
   const port = await freePort();
   const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-t', String(threads),
-    '-c', String(numCtx), '-np', '1', '--no-webui', '--metrics'];
+    '-c', String(numCtx), '-np', '1', '--no-webui', '--metrics', ...extraArgs];
   // Drafting is off unless a type is named; the draft gets one thread, as in specd (two
   // threads measured 17 tokens/s against 27 with one on this 2-core machine).
   if (draftNMax > 0) {

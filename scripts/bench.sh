@@ -7,6 +7,9 @@
 #   scripts/bench.sh bench/speculation.json --cells bbox-medium --runs 1 --num-predict 64 --out /tmp/bench
 # `scripts/bench.sh grammar` instead times the grammar's operations per token on a 32k and a
 # 151k vocabulary for the cell file's schemas (bench/results/grammar-cost.md).
+# `scripts/bench.sh cache [--prefix-tokens N] [--runs N]` times the first token with a long
+# shared prefix, cold and restored by the prompt cache, against llama-server's prompt cache,
+# and a multi-turn chat's hit rate (bench/results/prompt-cache.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ "${1:-}" = grammar ]; then
@@ -16,6 +19,8 @@ if [ "${1:-}" = grammar ]; then
   exec node bench/grammar_cost.mjs bench/speculation.json bench/grammar-answers.json \
     --tool build/bin/specd-grammar-cost --models "$(bash scripts/llama.sh source)/models" --out bench/results
 fi
+mode=cells
+if [ "${1:-}" = cache ]; then mode=cache; shift; fi
 cells=bench/speculation.json
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then cells=$1; shift; fi
 
@@ -26,5 +31,9 @@ llama_server="$(bash scripts/llama.sh server)"
 models_src="$(bash scripts/llama.sh source)/models"
 models_dir="${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}/bench-models"
 bash bench/make-models.sh "$cells" build/bin/specd-testmodel "$models_src" "$models_dir"
+if [ "$mode" = cache ]; then
+  exec node bench/prompt_cache.mjs --specd build/bin/specd --llama-server "$llama_server" \
+    --models "$models_dir" --out bench/results "$@"
+fi
 node bench/run.mjs "$cells" --specd build/bin/specd --llama-server "$llama_server" \
   --models "$models_dir" --out bench/results "$@"
