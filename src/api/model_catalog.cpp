@@ -59,6 +59,7 @@ ServedModel catalog_resolve(const models::Store & store, const std::string & nam
     m.files.digest = r.digest;
     m.files.system = r.system;
     m.files.draft  = r.draft;
+    m.files.projector = r.projector;
     m.params       = r.params;
     return m;
 }
@@ -95,7 +96,13 @@ json catalog_show(const models::Store & store, const std::string & name) {
                 {"template", r.template_text.value_or(info.chat_template)},
                 {"details", details_of(r.config)},
                 {"model_info", model_info},
-                {"capabilities", json::array({"completion"})}};
+                {"capabilities", r.projector ? json::array({"completion", "vision"}) : json::array({"completion"})}};
+    if (r.projector) {
+        // Ollama's projector_info: the projector GGUF's metadata.
+        json projector_info = json::object();
+        for (const auto & e : engine::read_gguf_info(*r.projector).metadata) projector_info[e.key] = meta_value(e);
+        out["projector_info"] = std::move(projector_info);
+    }
     if (!r.system.empty()) out["system"] = r.system;
     if (!license.empty()) out["license"] = license;
     for (const auto & e : store.list()) {

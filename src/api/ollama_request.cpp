@@ -31,9 +31,6 @@ void check_sampling_range(const char * name, const std::optional<double> & v, do
 }
 
 void reject_unimplemented(const json & body, PromptSpec::Kind kind) {
-    if (auto it = body.find("images"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
-        throw bad_request("images are not supported yet by this server");
-    }
     if (auto it = body.find("template"); it != body.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) {
         throw bad_request("template (Ollama Go templates) is not supported yet by this server");
     }
@@ -54,6 +51,47 @@ void reject_unimplemented(const json & body, PromptSpec::Kind kind) {
             throw bad_request("tools are not supported yet by this server");
         }
     }
+}
+
+// The `images` arrays of a request: (where, array) pairs, in request order.
+std::vector<std::pair<std::string, const json *>> image_arrays(const json & body, PromptSpec::Kind kind) {
+    std::vector<std::pair<std::string, const json *>> out;
+    const auto add = [&](const json & holder, const std::string & where) {
+        auto it = holder.find("images");
+        if (it == holder.end() || it->is_null()) return;
+        if (!it->is_array()) throw bad_request(where + "images must be an array of base64 strings");
+        out.emplace_back(where + "images", &*it);
+    };
+    if (kind == PromptSpec::Kind::generate) {
+        add(body, "");
+    } else if (auto ms = body.find("messages"); ms != body.end() && ms->is_array()) {
+        for (size_t i = 0; i < ms->size(); ++i) {
+            if ((*ms)[i].is_object()) add((*ms)[i], "messages[" + std::to_string(i) + "].");
+        }
+    }
+    return out;
+}
+
+// Decodes every image of the request, in order, after checking how many there are: the
+// count, each one's encoded size and its header are all checked before anything is decoded.
+std::vector<std::vector<ImagePtr>> decode_images(const json & body, PromptSpec::Kind kind,
+                                                 const vision::ImageLimits & limits) {
+    const auto arrays = image_arrays(body, kind);
+    size_t     total  = 0;
+    for (const auto & [where, arr] : arrays) total += arr->size();
+    vision::check_image_count(total, limits);
+    std::vector<std::vector<ImagePtr>> out;
+    size_t                             n = 0;
+    for (const auto & [where, arr] : arrays) {
+        auto & images = out.emplace_back();
+        for (const auto & item : *arr) {
+            ++n; // images are numbered from 1 in request order in every message
+            if (!item.is_string()) throw bad_request(where + " must hold base64 strings");
+            const auto bytes = vision::image_bytes_from_base64(item.get_ref<const std::string &>(), limits, n);
+            images.push_back(std::make_shared<const vision::DecodedImage>(vision::decode_image(bytes, limits, n)));
+        }
+    }
+    return out;
 }
 
 void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind) {
@@ -79,10 +117,11 @@ void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind)
 
 } // namespace
 
-DecodedRequest decode_generate(const json & body) {
+DecodedRequest decode_generate(const json & body, const vision::ImageLimits & limits) {
     DecodedRequest d;
     decode_common(body, d, PromptSpec::Kind::generate);
     PromptSpec & p = d.request.prompt;
+    if (auto images = decode_images(body, PromptSpec::Kind::generate, limits); !images.empty()) p.images = std::move(images[0]);
     p.prompt = opt_string(body, "prompt").value_or("");
     p.system = opt_string(body, "system").value_or("");
     p.suffix = opt_string(body, "suffix").value_or("");
@@ -96,11 +135,11 @@ DecodedRequest decode_generate(const json & body) {
             p.context.push_back(static_cast<int32_t>(v));
         }
     }
-    d.request.load_only = p.prompt.empty() && p.suffix.empty();
+    d.request.load_only = p.prompt.empty() && p.suffix.empty() && p.images.empty();
     return d;
 }
 
-DecodedRequest decode_chat(const json & body) {
+DecodedRequest decode_chat(const json & body, const vision::ImageLimits & limits) {
     DecodedRequest d;
     decode_common(body, d, PromptSpec::Kind::chat);
     PromptSpec & p = d.request.prompt;
@@ -116,14 +155,18 @@ DecodedRequest decode_chat(const json & body) {
             if (!roles.count(*role)) {
                 throw bad_request(where + ": invalid role \"" + *role + "\" (expected system, user, assistant or tool)");
             }
-            if (auto im = m.find("images"); im != m.end() && !im->is_null() && !(im->is_array() && im->empty())) {
-                throw bad_request("images are not supported yet by this server");
-            }
             if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null() && !(tc->is_array() && tc->empty())) {
                 throw bad_request("tool_calls are not supported yet by this server");
             }
-            p.messages.push_back({*role, opt_string(m, "content").value_or("")});
+            p.messages.push_back({*role, opt_string(m, "content").value_or(""), {}});
         }
+    }
+    // The messages were all checked above: attach each one's images.
+    auto   images = decode_images(body, PromptSpec::Kind::chat, limits);
+    size_t next   = 0;
+    for (size_t i = 0; i < p.messages.size(); ++i) {
+        const auto & m = (*body.find("messages"))[i];
+        if (auto im = m.find("images"); im != m.end() && !im->is_null()) p.messages[i].images = std::move(images[next++]);
     }
     // Ollama: a chat with no messages loads the model and answers done_reason "load".
     d.request.load_only = p.messages.empty();

@@ -5,6 +5,7 @@
 #include "api/json_input.h"
 #include "core/request.h"
 #include "models/parameters.h"
+#include "vision/image_limits.h"
 
 #include <optional>
 #include <string>
@@ -18,8 +19,9 @@ struct DecodedRequest {
     json            options; // the request's own options, applied over the model's
 };
 
-DecodedRequest decode_generate(const json & body);
-DecodedRequest decode_chat(const json & body);
+// Images (base64) are decoded here, within `limits`: every violation is a 400 naming it.
+DecodedRequest decode_generate(const json & body, const vision::ImageLimits & limits = {});
+DecodedRequest decode_chat(const json & body, const vision::ImageLimits & limits = {});
 
 // Model parameters, then the request's options, onto the request's option structs.
 void apply_options(const models::Parameters & model_params, const json & request_options, GenerateRequest & req);

@@ -325,6 +325,9 @@ void Server::register_routes() {
 
 void Server::serve_generation(const httplib::Request & req, httplib::Response & res, DecodedRequest d, bool chat) {
     const ServedModel m = catalog_resolve(store_, d.model);
+    if (!m.files.projector && !d.request.prompt.all_images().empty()) {
+        throw bad_request("model \"" + m.files.name + "\" does not support images (it has no vision projector)");
+    }
     d.request.model       = m.files;
     d.request.context.num_ctx = cfg_.default_num_ctx;
     apply_options(m.params, d.options, d.request);

@@ -2,19 +2,25 @@
 // What a client asked for, as plain data: filled in by api/, carried by the scheduler,
 // turned into tokens by the engine.
 #include "core/options.h"
+#include "vision/image_decode.h"
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace specd {
 
+// A decoded request image; shared, because the request and its prompt both refer to it.
+using ImagePtr = std::shared_ptr<const vision::DecodedImage>;
+
 struct Message {
-    std::string role; // system | user | assistant | tool
-    std::string content;
+    std::string           role; // system | user | assistant | tool
+    std::string           content;
+    std::vector<ImagePtr> images; // in order; placed before the content in the prompt
 };
 
 struct PromptSpec {
@@ -26,6 +32,14 @@ struct PromptSpec {
     bool                 raw = false;
     std::vector<Message> messages; // chat
     std::vector<int32_t> context;  // generate: tokens of an earlier answer to continue
+    std::vector<ImagePtr> images;  // generate: placed before the prompt text, in order
+
+    // Every image of the request (generate's, then each message's in order).
+    std::vector<ImagePtr> all_images() const {
+        std::vector<ImagePtr> out = images;
+        for (const Message & m : messages) out.insert(out.end(), m.images.begin(), m.images.end());
+        return out;
+    }
 };
 
 // The files a stored model resolves to (see models/store.h).
@@ -35,6 +49,7 @@ struct ModelFiles {
     std::string           digest; // of the manifest: a changed model reloads
     std::string           system; // the Modelfile's SYSTEM
     std::optional<std::filesystem::path> draft; // the Modelfile's DRAFT: a speculation model
+    std::optional<std::filesystem::path> projector; // a second FROM: the vision projector (mmproj)
 };
 
 using KeepAlive = std::chrono::nanoseconds; // negative: forever

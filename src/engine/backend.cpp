@@ -1,6 +1,7 @@
 #include "engine/backend.h"
 
 #include <llama.h>
+#include <mtmd-helper.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,7 @@ void ensure_backend() {
         const char * debug = std::getenv("SPECD_DEBUG");
         g_verbose = debug && *debug && std::string(debug) != "0";
         llama_log_set(log_callback, nullptr);
+        mtmd_helper_log_set(log_callback, nullptr); // mtmd and clip log on their own otherwise
         llama_backend_init();
     });
 }

@@ -53,6 +53,8 @@ DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint3
     ctx_.reset(llama_init_from_model(model_->get(), cp));
     if (!ctx_) throw bad_request("cannot create the draft model's context: " + capture.first_error());
     memory_ = context_bytes(capture.buffer_lines(), *model_, n_ctx);
+    const llama_token nl = llama_vocab_nl(model_->vocab());
+    filler_              = nl != LLAMA_TOKEN_NULL ? nl : 0;
 }
 
 std::optional<cache::SeqState> DraftModel::save_state(size_t max_bytes) {
@@ -117,7 +119,10 @@ spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int 
     for (size_t i = base_ + common; i < history.size();) {
         batch_.clear();
         for (; i < history.size() && batch_.size() < batch_.capacity(); ++i) {
-            idx = batch_.add(history[i], static_cast<llama_pos>(i - base_), 0, i + 1 == history.size());
+            // The draft has no projector: an image's positions hold a filler token, so the
+            // text after the image keeps its positions (and the draft its context).
+            const llama_token t = history[i] < 0 ? filler_ : history[i];
+            idx = batch_.add(t, static_cast<llama_pos>(i - base_), 0, i + 1 == history.size());
         }
         if (!decode()) return out;
         cached_.insert(cached_.end(), history.begin() + base_ + cached_.size(), history.begin() + i);

@@ -49,6 +49,7 @@ class DraftModel final : public spec::Drafter {
     const std::atomic<bool> * cancel_ = nullptr;
     context_ptr              ctx_;
     ContextBytes             memory_;
+    llama_token              filler_ = 0; // stands for image positions (negative pseudo-tokens)
     Batch                    batch_;
     std::vector<llama_token> cached_; // history[base_ ...] whose KV is in sequence 0, positions from 0
     size_t                   base_           = 0;

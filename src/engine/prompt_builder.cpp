@@ -66,4 +66,66 @@ std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & 
     return tokens;
 }
 
+namespace {
+
+// One marker per image, then the text: where Ollama puts a message's images too.
+std::string with_markers(size_t n_images, const std::string & text) {
+    std::string out;
+    for (size_t i = 0; i < n_images; ++i) out += std::string(Projector::marker()) + "\n";
+    return out + text;
+}
+
+} // namespace
+
+MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
+                                         const std::string & default_system, const Projector * projector) {
+    const std::vector<ImagePtr> images = spec.all_images();
+    if (images.empty()) return MultimodalPrompt{build_prompt(model, tmpl, spec, default_system), {}, nullptr};
+    if (!projector) throw bad_request("this model does not support images (it has no vision projector)");
+    if (!spec.suffix.empty()) throw bad_request("images cannot be combined with suffix (insert)");
+
+    // Text that itself contains the marker would shift every image after it.
+    const auto check_text = [](const std::string & text) {
+        if (text.find(Projector::marker()) != std::string::npos) {
+            throw bad_request(std::string("the prompt contains the reserved image marker ") + Projector::marker());
+        }
+    };
+    std::string text;
+    if (spec.kind == PromptSpec::Kind::chat) {
+        std::vector<Message> messages;
+        const bool has_system = !spec.messages.empty() && spec.messages.front().role == "system";
+        if (!has_system && !default_system.empty()) messages.push_back({"system", default_system, {}});
+        for (const Message & m : spec.messages) {
+            check_text(m.content);
+            messages.push_back({m.role, with_markers(m.images.size(), m.content), {}});
+        }
+        text = tmpl.render(messages, true);
+    } else {
+        check_text(spec.prompt);
+        const std::string user = with_markers(spec.images.size(), spec.prompt);
+        if (spec.raw) {
+            text = user;
+        } else {
+            std::vector<Message> messages;
+            const std::string & system = spec.system.empty() ? default_system : spec.system;
+            if (!system.empty()) messages.push_back({"system", system, {}});
+            messages.push_back({"user", user, {}});
+            text = tmpl.render(messages, true);
+        }
+    }
+    MultimodalPrompt out = projector->tokenize(text, images, /*add_special=*/true);
+
+    if (!spec.context.empty()) {
+        const int32_t n_vocab = llama_vocab_n_tokens(model.vocab());
+        for (int32_t t : spec.context) {
+            if (t < 0 || t >= n_vocab) throw bad_request("context holds a token id outside the vocabulary");
+        }
+        size_t drop = (!out.tokens.empty() && out.tokens.front() == llama_vocab_bos(model.vocab())) ? 1 : 0;
+        out.tokens.erase(out.tokens.begin(), out.tokens.begin() + static_cast<std::ptrdiff_t>(drop));
+        out.tokens.insert(out.tokens.begin(), spec.context.begin(), spec.context.end());
+        for (ImageSpan & span : out.images) span.start = span.start - drop + spec.context.size();
+    }
+    return out;
+}
+
 } // namespace specd::engine

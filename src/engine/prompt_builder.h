@@ -4,6 +4,7 @@
 #include "core/request.h"
 #include "engine/chat_template.h"
 #include "engine/model.h"
+#include "engine/projector.h"
 
 #include <string>
 #include <vector>
@@ -15,5 +16,12 @@ namespace specd::engine {
 // context tokens outside the vocabulary).
 std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
                                       const std::string & default_system);
+
+// The same for any request, images included: each image goes where its marker lands (before
+// its message's text, or the generate prompt's), tokenized by `projector`. Throws
+// bad_request for images when `projector` is null (the model has no vision), and for images
+// with `suffix`.
+MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
+                                         const std::string & default_system, const Projector * projector);
 
 } // namespace specd::engine

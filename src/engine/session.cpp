@@ -31,6 +31,14 @@ constexpr size_t k_save_min_lost = 32;
 // live KV: below that, evaluating them costs about as much as the copy.
 constexpr size_t k_restore_min_gain = 16;
 
+// An image is evaluated whole: a prefix that ends inside one is cut back to its start.
+size_t image_boundary(const MultimodalPrompt & prompt, size_t n) {
+    for (const ImageSpan & span : prompt.images) {
+        if (span.start < n && n < span.start + span.n_pos) return span.start;
+    }
+    return n;
+}
+
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -140,7 +148,8 @@ bool Session::restore(const cache::CacheEntry & entry, size_t n_tokens) {
     return true;
 }
 
-size_t Session::reuse_saved(const std::vector<llama_token> & prompt, size_t live) {
+size_t Session::reuse_saved(const MultimodalPrompt & mm, size_t live) {
+    const std::vector<llama_token> & prompt = mm.tokens;
     // The last prompt token is always evaluated (its logits start the answer).
     const size_t wanted = prompt.size() - 1;
     if (!cache_.cache || !cache_.cache->enabled() || live + k_restore_min_gain > wanted) {
@@ -148,7 +157,7 @@ size_t Session::reuse_saved(const std::vector<llama_token> & prompt, size_t live
         return live;
     }
     const cache::PromptCache::Hit hit = cache_.cache->find(cache_.ns, prompt);
-    const size_t                  n   = std::min(hit.length, wanted);
+    const size_t                  n   = image_boundary(mm, std::min(hit.length, wanted));
     if (!hit.entry || n < live + k_restore_min_gain) {
         cache_.cache->count_miss();
         save_live(live);
@@ -163,32 +172,61 @@ size_t Session::reuse_saved(const std::vector<llama_token> & prompt, size_t live
     return n;
 }
 
-int32_t Session::prefill(const std::vector<llama_token> & prompt, const std::atomic<bool> & cancel,
-                         GenerateStats & stats) {
+int32_t Session::prefill(const MultimodalPrompt & prompt, const std::atomic<bool> & cancel, GenerateStats & stats) {
+    const std::vector<llama_token> & tokens = prompt.tokens;
     llama_memory_t mem = llama_get_memory(ctx_.get());
     size_t common = 0;
-    while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
-    common = reuse_saved(prompt, common);
-    if (common == prompt.size()) --common; // the last prompt token must be decoded for its logits
+    while (common < cached_.size() && common < tokens.size() && cached_[common] == tokens[common]) ++common;
+    common = reuse_saved(prompt, image_boundary(prompt, common));
+    if (common == tokens.size()) --common; // the last prompt token must be decoded for its logits
     if (!llama_memory_seq_rm(mem, 0, static_cast<llama_pos>(common), -1)) {
         llama_memory_clear(mem, true);
         common = 0;
     }
     cached_.resize(common);
 
-    const int32_t chunk    = std::max(1, std::min(opts_.num_batch, batch_.capacity()));
-    int32_t       last_idx = -1;
-    for (size_t i = common; i < prompt.size();) {
+    const int32_t chunk      = std::max(1, std::min(opts_.num_batch, batch_.capacity()));
+    int32_t       last_idx   = -1;
+    size_t        next_image = 0;
+    while (next_image < prompt.images.size() && prompt.images[next_image].start < common) ++next_image;
+    for (size_t i = common; i < tokens.size();) {
         if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
+        if (next_image < prompt.images.size() && i == prompt.images[next_image].start) {
+            const ImageSpan & image = prompt.images[next_image++];
+            eval_image(prompt, image, cancel);
+            i += image.n_pos;
+            continue;
+        }
+        const size_t end = next_image < prompt.images.size() ? prompt.images[next_image].start : tokens.size();
         batch_.clear();
-        for (; i < prompt.size() && batch_.size() < chunk; ++i) {
-            last_idx = batch_.add(prompt[i], static_cast<llama_pos>(i), 0, i + 1 == prompt.size());
+        for (; i < end && batch_.size() < chunk; ++i) {
+            last_idx = batch_.add(tokens[i], static_cast<llama_pos>(i), 0, i + 1 == tokens.size());
         }
         decode_or_throw(cancel);
-        cached_.insert(cached_.end(), prompt.begin() + cached_.size(), prompt.begin() + i);
+        cached_.insert(cached_.end(), tokens.begin() + cached_.size(), tokens.begin() + i);
     }
-    stats.prompt_eval_count = static_cast<int32_t>(prompt.size() - common);
+    stats.prompt_eval_count = static_cast<int32_t>(tokens.size() - common);
     return last_idx;
+}
+
+void Session::eval_image(const MultimodalPrompt & prompt, const ImageSpan & image, const std::atomic<bool> & cancel) {
+    // Attention over an image's tokens may be non-causal: all of them in one micro-batch (the
+    // runner sizes the context for the request's largest image; llama.cpp aborts otherwise).
+    if (!prompt.projector || image.n_pos > size_t(batch_.capacity())) {
+        throw Error(ErrorKind::internal, "the context cannot hold an image of " + std::to_string(image.n_pos) +
+                                             " tokens in one batch");
+    }
+    const size_t pos = cached_.size();
+    try {
+        prompt.projector->eval(image, ctx_.get(), static_cast<llama_pos>(pos), batch_.capacity());
+    } catch (...) {
+        llama_memory_clear(llama_get_memory(ctx_.get()), true);
+        cached_.clear();
+        if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
+        throw;
+    }
+    cached_.insert(cached_.end(), prompt.tokens.begin() + static_cast<std::ptrdiff_t>(pos),
+                   prompt.tokens.begin() + static_cast<std::ptrdiff_t>(pos + image.n_pos));
 }
 
 Session::Forced Session::forced_tokens(const grammar::Constraint & state, llama_token prev, int max_tokens) {
@@ -268,6 +306,12 @@ class Session::Generation {
 
 GenerateResult Session::generate(std::vector<llama_token> prompt, const GenerateOptions & opts,
                                  const TextSink & emit, const std::atomic<bool> & cancel) {
+    return generate(MultimodalPrompt{std::move(prompt), {}, nullptr}, opts, emit, cancel);
+}
+
+GenerateResult Session::generate(MultimodalPrompt mm, const GenerateOptions & opts, const TextSink & emit,
+                                 const std::atomic<bool> & cancel) {
+    std::vector<llama_token> & prompt = mm.tokens;
     struct CancelScope {
         Session & s;
         CancelScope(Session & s, const std::atomic<bool> & c) : s(s) { s.cancel_ = &c; }
@@ -279,7 +323,13 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
 
     const int32_t n_ctx = static_cast<int32_t>(this->n_ctx());
     if (prompt.empty()) throw bad_request("prompt is empty after tokenization");
+    if (!prompt.empty() && is_image_token(prompt.back())) throw bad_request("a prompt cannot end with an image");
     if (static_cast<int32_t>(prompt.size()) >= n_ctx) {
+        if (!mm.images.empty()) {
+            throw bad_request("the prompt with its images is " + std::to_string(prompt.size()) +
+                              " tokens, longer than the context length of " + std::to_string(n_ctx) +
+                              " tokens (a prompt with images is never truncated)");
+        }
         if (!opts.truncate) {
             throw bad_request("the prompt is " + std::to_string(prompt.size()) +
                               " tokens, longer than the context length of " + std::to_string(n_ctx) +
@@ -292,7 +342,12 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
     Sampler        sampler(*model_, opts.sampling, opts.grammar);
     spec::Rng      rng     = make_rng(opts.sampling.seed);
     const size_t   history = std::min(prompt.size(), static_cast<size_t>(std::max(opts.sampling.repeat_last_n, 0)));
-    sampler.accept_history(std::span(prompt).last(history));
+    // Penalties look at the prompt's text tokens; image positions have no token id.
+    std::vector<llama_token> recent;
+    for (llama_token t : std::span(prompt).last(history)) {
+        if (!is_image_token(t)) recent.push_back(t);
+    }
+    sampler.accept_history(recent);
 
     std::optional<int> cap;
     if (opts.draft_num_predict >= 0) cap = std::min<int>(opts.draft_num_predict, k_spec_max);
@@ -300,7 +355,7 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
     if (draft_) draft_->begin_request(opts.sampling, &cancel);
 
     const int64_t t0  = now_ns();
-    const int32_t idx = prefill(prompt, cancel, result.stats);
+    const int32_t idx = prefill(mm, cancel, result.stats);
     const int64_t t1  = now_ns();
     result.stats.prompt_eval_ns = t1 - t0;
     result.context              = prompt;
@@ -365,6 +420,11 @@ GenerateResult Session::generate(std::vector<llama_token> prompt, const Generate
             // Under a grammar a draft is cut at its first illegal token: verifying it would
             // only cost positions the target is sure to reject.
             const int64_t tg0   = now_ns();
+            // Prompt lookup copies what followed a match in the history, image positions
+            // included: those are no tokens to propose.
+            const auto image_at = std::find_if(proposal.tokens.begin(), proposal.tokens.end(), is_image_token);
+            proposal.tokens.erase(image_at, proposal.tokens.end());
+            proposal.dists.resize(proposal.tokens.size());
             const size_t  legal = state ? state->legal_prefix(proposal.tokens) : proposal.tokens.size();
             if (state) grammar_round_ns += now_ns() - tg0;
             if (legal < proposal.tokens.size()) {

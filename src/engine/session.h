@@ -9,6 +9,7 @@
 #include "engine/forced_speller.h"
 #include "engine/llama_handles.h"
 #include "engine/model.h"
+#include "engine/projector.h"
 #include "grammar/constraint.h"
 #include "spec/depth_controller.h"
 #include "spec/ngram_drafter.h"
@@ -57,6 +58,13 @@ class Session {
     // Throws specd::Error(cancelled) soon after `cancel` becomes true, wherever it is.
     GenerateResult generate(std::vector<llama_token> prompt, const GenerateOptions & opts,
                             const TextSink & emit, const std::atomic<bool> & cancel);
+    // A prompt with images (`prompt.projector` evaluates them). Image positions are never
+    // truncated away: a prompt with images longer than the context is a bad_request.
+    GenerateResult generate(MultimodalPrompt prompt, const GenerateOptions & opts, const TextSink & emit,
+                            const std::atomic<bool> & cancel);
+
+    // The most tokens one batch (and micro-batch) of this context holds.
+    int32_t batch_capacity() const { return batch_.capacity(); }
 
     const Model &          model() const { return *model_; }
     const ContextOptions & options() const { return opts_; }
@@ -79,12 +87,12 @@ class Session {
 
     // Makes the KV cache hold `prompt` (reusing the common prefix); leaves the logits of the
     // last prompt token at the batch index returned.
-    int32_t prefill(const std::vector<llama_token> & prompt, const std::atomic<bool> & cancel,
-                    GenerateStats & stats);
+    int32_t prefill(const MultimodalPrompt & prompt, const std::atomic<bool> & cancel, GenerateStats & stats);
+    void    eval_image(const MultimodalPrompt & prompt, const ImageSpan & image, const std::atomic<bool> & cancel);
     // With the live KV holding the prompt's first `live` tokens: restores a saved state that
     // holds more of it, if there is one (saving the live one first). Returns how many prompt
     // tokens the KV now holds, from the start.
-    size_t reuse_saved(const std::vector<llama_token> & prompt, size_t live);
+    size_t reuse_saved(const MultimodalPrompt & prompt, size_t live);
     // Saves the live sequence when more than a little of it is about to be lost: everything
     // after its first `keep` tokens.
     void   save_live(size_t keep);

@@ -802,21 +802,36 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
     };
 
     // Find and check every source first, so that a bad Modelfile writes nothing.
-    const Source from = find_source(mf.from[0], "FROM");
-    if (from.file) {
-        check_gguf(*from.file);
-    } else {
-        model_layer_of(*from.model, "FROM model '" + mf.from[0] + "'");
-    }
+    // With two FROM lines, as in Ollama, the vision projector is the one whose GGUF
+    // architecture is "clip", on either line (known only when `describe` can read headers).
+    const auto is_projector = [&](const Source & src) {
+        return src.file && options.describe && options.describe(*src.file).model_family == "clip";
+    };
+    size_t model_line = 0;
+    Source from       = find_source(mf.from[0], "FROM");
     std::optional<fs::path> projector_file;
+    if (from.file) check_gguf(*from.file);
     if (mf.from.size() == 2) {
-        const Source src = find_source(mf.from[1], "FROM (projector)");
-        if (!src.file) {
-            throw error(ErrorKind::bad_request, "the second FROM must be a projector GGUF file");
+        Source second = find_source(mf.from[1], "FROM");
+        if (second.file) check_gguf(*second.file);
+        if (is_projector(from) && !is_projector(second)) {
+            std::swap(from, second);
+            model_line = 1;
         }
-        check_gguf(*src.file);
-        projector_file = src.file;
+        if (!second.file) {
+            throw error(ErrorKind::bad_request, "of two FROM lines one must be a vision projector GGUF file");
+        }
+        if (options.describe && !is_projector(second)) {
+            throw error(ErrorKind::bad_request, "of two FROM lines one must be a vision projector (a GGUF file "
+                                                "with architecture clip); neither is");
+        }
+        projector_file = second.file;
     }
+    if (is_projector(from)) {
+        throw error(ErrorKind::bad_request, "FROM " + base_name(*from.file) +
+                                                " is a vision projector (clip): add a FROM line with the text model");
+    }
+    if (!from.file) model_layer_of(*from.model, "FROM model '" + mf.from[model_line] + "'");
     Source draft_src;
     if (mf.draft) {
         draft_src = find_source(*mf.draft, "DRAFT");
@@ -831,7 +846,7 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
         }
         if (options.check_draft) {
             const fs::path model_gguf =
-                from.file ? *from.file : blob_path(model_layer_of(*from.model, "FROM model '" + mf.from[0] + "'").digest);
+                from.file ? *from.file : blob_path(model_layer_of(*from.model, "FROM model '" + mf.from[model_line] + "'").digest);
             const fs::path draft_gguf =
                 draft_src.file ? *draft_src.file
                                : blob_path(model_layer_of(*draft_src.model, "DRAFT model '" + *mf.draft + "'").digest);
@@ -850,7 +865,7 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
         }
         model_layer = add_file_layer(*from.file, media_type::model);
     } else {
-        model_layer = model_layer_of(*from.model, "FROM model '" + mf.from[0] + "'");
+        model_layer = model_layer_of(*from.model, "FROM model '" + mf.from[model_line] + "'");
         base        = from.model->layers;
         try {
             config = config_from_json(nlohmann::json::parse(read_blob(from.model->config.digest, 1u << 20)));
@@ -893,7 +908,7 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
                 params.set_json(key, value);
             }
         } catch (const nlohmann::json::exception &) {
-            throw error(ErrorKind::internal, "FROM model '" + mf.from[0] + "' has a corrupt params layer");
+            throw error(ErrorKind::internal, "FROM model '" + mf.from[model_line] + "' has a corrupt params layer");
         }
     }
     params.merge_from(mf.params);

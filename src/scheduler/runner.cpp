@@ -87,11 +87,11 @@ void Runner::loop() {
     unload();
 }
 
-void Runner::ensure_loaded(const GenerateRequest & req, DoneInfo & done) {
-    const engine::ModelLoadOptions load_opts{req.context.use_mmap};
+void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done) {
+    const engine::ModelLoadOptions load_opts{context.use_mmap};
     const bool same_model = model_ && loaded_digest_ == req.model.digest &&
                             model_->load_options().use_mmap == load_opts.use_mmap;
-    if (same_model && session_ && session_->options() == req.context) return;
+    if (same_model && session_ && session_->options() == context) return;
 
     const int64_t t0 = now_ns();
     if (session_) session_->park(); // its sequence may serve a later prompt
@@ -100,6 +100,9 @@ void Runner::ensure_loaded(const GenerateRequest & req, DoneInfo & done) {
         unload();
         model_         = engine::Model::load(req.model.gguf, load_opts);
         draft_         = req.model.draft ? engine::Model::load(*req.model.draft, load_opts) : nullptr;
+        const int32_t threads = context.num_thread > 0 ? context.num_thread
+                                                       : int32_t(std::max(1u, std::thread::hardware_concurrency()));
+        projector_     = req.model.projector ? engine::Projector::load(*req.model.projector, *model_, threads) : nullptr;
         template_      = std::make_unique<engine::ChatTemplate>(model_->get());
         loaded_digest_ = req.model.digest;
         memory_owner_  = memory::process_ledger().open_owner(memory::OwnerKind::model, req.model.name);
@@ -107,8 +110,8 @@ void Runner::ensure_loaded(const GenerateRequest & req, DoneInfo & done) {
     // States restore only into the same pair of models (the draft's file is named by digest).
     engine::PromptCacheLink link{cache_, req.model.digest + "+" +
                                              (req.model.draft ? req.model.draft->filename().string() : "")};
-    session_   = std::make_unique<engine::Session>(model_, req.context, draft_, std::move(link));
-    done.load_ns = now_ns() - t0;
+    session_   = std::make_unique<engine::Session>(model_, context, draft_, std::move(link));
+    done.load_ns += now_ns() - t0;
     account_model();
 
     LoadedInfo info;
@@ -128,6 +131,8 @@ void Runner::unload() {
     if (session_) session_->park();
     session_.reset();
     template_.reset();
+    projector_.reset();
+    min_batch_ = 0;
     model_.reset();
     draft_.reset();
     loaded_digest_.clear();
@@ -148,7 +153,8 @@ void Runner::account_model() {
         else r.resize(bytes);
     };
     const engine::SessionMemory & mem = session_->memory();
-    set(weights_, memory::Bucket::weights, model_->size_bytes() + (draft_ ? draft_->size_bytes() : 0));
+    set(weights_, memory::Bucket::weights, model_->size_bytes() + (draft_ ? draft_->size_bytes() : 0) +
+                                               (projector_ ? projector_->size_bytes() : 0));
     set(kv_target_, memory::Bucket::kv_target, mem.target.kv);
     set(kv_draft_, memory::Bucket::kv_draft, mem.draft.kv);
     set(compute_, memory::Bucket::compute, mem.target.compute + mem.draft.compute);
@@ -197,23 +203,40 @@ Event Runner::serve(Job & job) {
         memory::OwnerKind::request, "request " + std::to_string(++served_) + " (" + req.model.name + ")");
     memory::Reservation held    = owner.reserve(memory::Bucket::request, request_bytes(req));
     memory::Reservation grammar = owner.reserve(memory::Bucket::grammar, req.generate.grammar.size());
+    size_t              image_bytes = 0;
+    for (const ImagePtr & image : req.prompt.all_images()) image_bytes += image->rgb().size();
+    memory::Reservation images = owner.reserve(memory::Bucket::images, image_bytes);
     try {
         if (job.cancel) throw Error(ErrorKind::cancelled, "request cancelled");
-        ensure_loaded(req, done);
+        // A context sized for the largest image seen on this model so far (see below).
+        ContextOptions context = req.context;
+        context.num_batch      = std::max(context.num_batch, min_batch_);
+        ensure_loaded(req, context, done);
         const KeepAlive keep_alive = req.keep_alive.value_or(default_keep_alive_);
 
         if (req.load_only) {
             done.reason = keep_alive.count() == 0 ? DoneReason::unload : DoneReason::load;
         } else {
-            const auto prompt = engine::build_prompt(*model_, *template_, req.prompt, req.model.system);
-            held.resize(held.bytes() + prompt.size() * sizeof(llama_token));
+            auto prompt = engine::build_multimodal_prompt(*model_, *template_, req.prompt, req.model.system,
+                                                          projector_.get());
+            held.resize(held.bytes() + prompt.tokens.size() * sizeof(llama_token));
+            // An image whose tokens attend to each other non-causally must fit one
+            // micro-batch (llama.cpp aborts otherwise): grow the batch to the largest image,
+            // and keep it that large for this model so that requests do not flip-flop.
+            size_t largest = 0;
+            for (const auto & image : prompt.images) largest = std::max(largest, image.n_pos);
+            if (largest > size_t(session_->batch_capacity()) && largest < size_t(session_->n_ctx())) {
+                min_batch_        = std::max(min_batch_, int32_t(largest));
+                context.num_batch = std::max(context.num_batch, min_batch_);
+                ensure_loaded(req, context, done);
+            }
             auto result = session_->generate(
-                prompt, req.generate,
+                std::move(prompt), req.generate,
                 [&](std::string_view text) { job.events.push({Event::Kind::text, std::string(text), {}, {}}); },
                 job.cancel);
             done.reason            = result.reason;
             done.stats             = result.stats;
-            done.context.assign(result.context.begin(), result.context.end());
+            done.context = engine::text_tokens(result.context);
             done.speculation    = std::move(result.speculation);
             done.grammar_drafts = result.grammar_drafts;
             done.k_histogram = std::move(result.k_histogram);

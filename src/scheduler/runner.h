@@ -18,6 +18,7 @@ namespace specd::engine {
 class Model;
 class Session;
 class ChatTemplate;
+class Projector;
 } // namespace specd::engine
 
 namespace specd::scheduler {
@@ -51,7 +52,7 @@ class Runner {
     void loop();
     void  run(Job & job);
     Event serve(Job & job); // the job's final event (done or error)
-    void ensure_loaded(const GenerateRequest & req, DoneInfo & done);
+    void ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done);
     void unload();
     void account_model(); // the ledger's view of what the loaded model holds
 
@@ -71,6 +72,8 @@ class Runner {
     std::shared_ptr<engine::Model>        model_;
     std::shared_ptr<engine::Model>        draft_;
     std::unique_ptr<engine::ChatTemplate> template_;
+    std::unique_ptr<engine::Projector>    projector_; // the model's vision projector, if it has one
+    int32_t                               min_batch_ = 0; // the largest image's tokens on this model
     std::unique_ptr<engine::Session>      session_;
     std::string                           loaded_digest_;
     uint64_t                              served_ = 0;

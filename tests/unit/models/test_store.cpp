@@ -224,7 +224,7 @@ TEST_F(StoreTest, CreateAndResolveEverything) {
     options.progress = [&](const std::string & s) { progress.push_back(s); };
     options.describe = [](const fs::path & gguf) {
         ModelConfig c;
-        c.model_family = "llama";
+        c.model_family = gguf.filename().string().starts_with("mmproj") ? "clip" : "llama";
         c.model_type   = std::to_string(fs::file_size(gguf)) + "B";
         return c;
     };
@@ -278,6 +278,29 @@ MESSAGE assistant hello
     EXPECT_EQ(parse_modelfile(format_modelfile(mf)), mf);
     store_->create(name("again"), mf, src_);
     EXPECT_EQ(store_->resolve(name("again")).manifest.layers, m.layers);
+}
+
+// As in Ollama, the projector is the FROM whose GGUF architecture is clip, on either line.
+TEST_F(StoreTest, TheProjectorIsFoundByItsArchitecture) {
+    CreateOptions options;
+    options.describe = [](const fs::path & gguf) {
+        ModelConfig c;
+        c.model_family = gguf.filename().string().starts_with("mmproj") ? "clip" : "llama";
+        return c;
+    };
+    create("vis", "FROM mmproj.gguf\nFROM ./tiny.gguf\n", options);
+    const ResolvedModel r = store_->resolve(name("vis"));
+    ASSERT_TRUE(r.projector);
+    EXPECT_EQ(read_file(r.model_gguf), read_file(src_ / "tiny.gguf"));
+    EXPECT_EQ(read_file(*r.projector), read_file(src_ / "mmproj.gguf"));
+
+    auto [kind, msg] = error_of([&] { create("bad", "FROM mmproj.gguf\n", options); });
+    EXPECT_EQ(kind, ErrorKind::bad_request);
+    EXPECT_EQ(msg, "FROM mmproj.gguf is a vision projector (clip): add a FROM line with the text model");
+    std::tie(kind, msg) = error_of([&] { create("bad", "FROM ./tiny.gguf\nFROM ./draft.gguf\n", options); });
+    EXPECT_EQ(kind, ErrorKind::bad_request);
+    EXPECT_NE(msg.find("neither is"), std::string::npos);
+    EXPECT_FALSE(store_->read_manifest(name("bad")));
 }
 
 TEST_F(StoreTest, CreateRejectsNonGguf) {
