@@ -93,8 +93,9 @@ describe('bad input', () => {
   });
 
   test('unsupported features are 400 and name the feature', async () => {
-    await expectError('/api/generate', gen({ images: ['aGVsbG8='] }), 400, /images/);
-    await expectError('/api/chat', chat({ messages: [{ role: 'user', content: 'hi', images: ['aGVsbG8='] }] }), 400, /images/);
+    await expectError('/api/generate', gen({ images: ['aGVsbG8='] }), 400, /image 1 is not a recognised image format/);
+    await expectError('/api/chat', chat({ messages: [{ role: 'user', content: 'hi', images: ['aGVsbG8='] }] }), 400,
+      /image 1 is not a recognised image format/);
     await expectError('/api/chat', chat({
       messages: user,
       tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }],

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe } from 'node:test';
 import { postRaw, sleep, startServer, test, useServer } from './harness.mjs';
+import { b64, jpeg, png } from './images.mjs';
 
 const h = useServer();
 const MODEL = 'tiny';
@@ -341,17 +342,45 @@ describe('model names that are paths are 400, never 404 or 500', () => {
   });
 });
 
-describe('images (not supported yet)', () => {
-  test('an invalid base64 image is the 400 that names images', async () => {
-    await expectError('/api/generate', gen({ images: ['!!! not base64 !!!'] }), 400, /images are not supported/);
+describe('images', () => {
+  // Each is refused before the image is decoded (or while, for corrupt data) with a 400 that
+  // names the problem, and the server goes on serving.
+  test('invalid base64, in generate and in a chat message', async () => {
+    await expectError('/api/generate', gen({ images: ['!!! not base64 !!!'] }), 400, /image 1 is not valid base64/);
     await expectError('/api/chat', JSON.stringify({
-      model: MODEL, stream: false, messages: [{ role: 'user', content: 'hi', images: ['%%%'] }],
-    }), 400, /images are not supported/);
+      model: MODEL, stream: false, messages: [{ role: 'user', content: 'hi', images: [b64(png(4, 4)), '%%%'] }],
+    }), 400, /image 2 is not valid base64/);
   });
 
-  // The vision issue owns these: nothing decodes images yet, so they cannot be tested.
-  test('a PNG header declaring 60000x60000 pixels', { todo: 'vision issue: images are not decoded yet' }, () => {});
-  test('a truncated JPEG', { todo: 'vision issue: images are not decoded yet' }, () => {});
+  test('a PNG header declaring 60000x60000 pixels is refused before decoding', async () => {
+    const huge = png(8, 8, 0, { declare: { width: 60000, height: 60000 } });
+    await expectError('/api/generate', gen({ images: [b64(huge)] }), 400, /60000x60000.*max_pixels/);
+  });
+
+  test('a truncated JPEG and a truncated PNG', async () => {
+    const j = jpeg();
+    await expectError('/api/generate', gen({ images: [b64(j.subarray(0, 40))] }), 400, /image 1/);
+    const p = png(64, 64, 3);
+    await expectError('/api/generate', gen({ images: [b64(p.subarray(0, p.length - 40))] }), 400, /image 1 could not be decoded/);
+  });
+
+  test('data that is no image, and an empty image', async () => {
+    await expectError('/api/generate', gen({ images: [b64(Buffer.from('just some text, not pixels'))] }), 400,
+      /not a recognised image format/);
+    await expectError('/api/generate', gen({ images: [''] }), 400, /image 1/);
+  });
+
+  test('more images than max_images', async () => {
+    const one = b64(png(4, 4));
+    await expectError('/api/generate', gen({ images: Array(17).fill(one) }), 400, /max_images/);
+    await expectError('/api/chat', JSON.stringify({ model: MODEL, stream: false, messages: [
+      { role: 'user', content: 'a', images: Array(9).fill(one) }, { role: 'user', content: 'b', images: Array(8).fill(one) },
+    ] }), 400, /max_images/);
+  });
+
+  test('a valid image to a model without a projector', async () => {
+    await expectError('/api/generate', gen({ images: [b64(png(8, 8))] }), 400, /does not support images/);
+  });
 });
 
 describe('schemas', () => {
