@@ -8,6 +8,7 @@ import { fixture, startServer, test, useServer } from './harness.mjs';
 import { ledgerViolations, readMemory, runSoak } from './soak_workload.mjs';
 
 const pairModel = { name: 'pair', from: 'pair-target.gguf', lines: [`DRAFT ${fixture('pair-draft.gguf')}`] };
+const visModel = { name: 'vis', from: 'vision-text.gguf', lines: [`FROM ${fixture('vision-mmproj.gguf')}`] };
 const BUDGET = 1 << 20; // a few saved states of the soak's prompts: evictions happen
 
 function longPrompt(topic) {
@@ -24,7 +25,7 @@ async function metric(url, name) {
 }
 
 describe('memory', () => {
-  const h = useServer({ models: [pairModel], env: { SPECD_PROMPT_CACHE: String(BUDGET) } });
+  const h = useServer({ models: [pairModel, visModel], env: { SPECD_PROMPT_CACHE: String(BUDGET) } });
 
   test('/api/ps breaks the loaded model down by bucket', async () => {
     const { client } = h.srv;
@@ -84,7 +85,7 @@ describe('memory', () => {
     const problems = [];
     let maxCache = 0;
     await runSoak({
-      client, url, model: 'pair', n: 30,
+      client, url, model: 'pair', visionModel: 'vis', n: 30,
       onSample: (i, mem) => {
         for (const p of ledgerViolations(mem)) problems.push(`after request ${i}: ${p}`);
         maxCache = Math.max(maxCache, mem.prompt_cache.bytes);

@@ -11,7 +11,7 @@
 //   (SPECD_BIN and SPECD_FIXTURES as for the end-to-end tests)
 import fs from 'node:fs';
 import { fixture, startServer } from './harness.mjs';
-import { ledgerViolations, runSoak, slope } from './soak_workload.mjs';
+import { ledgerViolations, runSoak, slope, soakImageSize } from './soak_workload.mjs';
 
 const args = process.argv.slice(2);
 function option(name, fallback) {
@@ -25,15 +25,16 @@ const jsonOut = option('json', '');
 
 const MiB = 1024 * 1024;
 const pairModel = { name: 'pair', from: 'pair-target.gguf', lines: [`DRAFT ${fixture('pair-draft.gguf')}`] };
+const visModel = { name: 'vis', from: 'vision-text.gguf', lines: [`FROM ${fixture('vision-mmproj.gguf')}`] };
 
 async function soak(label, env) {
-  const srv = await startServer({ models: [pairModel], env });
+  const srv = await startServer({ models: [pairModel, visModel], env });
   const samples = [];
   const violations = [];
   const t0 = Date.now();
   try {
     await runSoak({
-      client: srv.client, url: srv.url, model: 'pair', n: requests,
+      client: srv.client, url: srv.url, model: 'pair', visionModel: 'vis', n: requests,
       onSample: (i, mem, final) => {
         for (const v of ledgerViolations(mem)) violations.push(`request ${i}: ${v}`);
         samples.push({
@@ -73,7 +74,9 @@ const results = [];
 results.push(await soak('cache on', {}));
 results.push(await soak('cache off', { SPECD_PROMPT_CACHE: '0' }));
 
-console.log(`\nsoak: ${requests} requests per run; slope of (RSS - prompt cache) over the last ${window}, limit ${limitMiB} MiB/request\n`);
+const sizes = new Set();
+for (let i = 2; i < requests; i += 3) sizes.add(soakImageSize(i).join('x'));
+console.log(`\nsoak: ${requests} requests per run (${sizes.size} image sizes on the vision model); slope of (RSS - prompt cache) over the last ${window}, limit ${limitMiB} MiB/request\n`);
 console.log('| run | seconds | RSS first (MiB) | RSS last (MiB) | cache max (MiB) | slope (MiB/request) | stop / length | ledger violations | result |');
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of results) {

@@ -5,7 +5,9 @@
 // or on num_predict; speculation on (the model has a draft); format off, "json" or a schema;
 // prompts from a few tokens to a few hundred, some continuing an earlier conversation (so
 // the prompt cache is used, evicted and restored). After every request the server's ledger
-// is read from /api/debug/memory.
+// is read from /api/debug/memory. With a vision model, every third request goes to it with an
+// image of its own size (over 60 sizes in 300 requests).
+import { b64, png } from './images.mjs';
 
 const WORDS = ['river', 'stone', 'lamp', 'orbit', 'maple', 'signal', 'copper', 'harbour', 'violet', 'engine',
   'paper', 'winter', 'falcon', 'garden', 'crystal', 'thunder'];
@@ -22,8 +24,15 @@ function words(seed, n) {
   return out.join(' ');
 }
 
+/** The size of the image request i carries: (16..215) x (16..165), rarely the same twice. */
+export function soakImageSize(i) {
+  return [16 + ((i * 37) % 200), 16 + ((i * 53) % 150)];
+}
+
 /** The i-th request of the mix, as [method, body] for the ollama client. */
-export function soakRequest(i, model) {
+export function soakRequest(i, model, visionModel) {
+  const withImage = visionModel && i % 3 === 2;
+  if (withImage) model = visionModel;
   const conversation = i % 5; // five recurring topics: shared prefixes across requests
   const length = [4, 40, 120, 260][i % 4];
   const stopped = i % 3 === 0;
@@ -34,12 +43,13 @@ export function soakRequest(i, model) {
   const body = { model, stream: i % 4 === 1, options };
   if (format) body.format = format;
   const prefix = `Topic ${conversation}: ${words(conversation, 60)}.`;
+  const images = withImage ? [b64(png(...soakImageSize(i), i))] : undefined;
   if (i % 2 === 0) {
-    return ['generate', { ...body, prompt: `${prefix} ${words(i, length)}` }];
+    return ['generate', { ...body, prompt: `${prefix} ${words(i, length)}`, ...(images ? { images } : {}) }];
   }
   const messages = [
     { role: 'system', content: prefix },
-    { role: 'user', content: words(i, length) },
+    { role: 'user', content: words(i, length), ...(images ? { images } : {}) },
   ];
   if (i % 4 === 3) messages.push({ role: 'assistant', content: words(i + 1, 12) }, { role: 'user', content: 'and then?' });
   return ['chat', { ...body, messages }];
@@ -64,9 +74,9 @@ export async function readMemory(url) {
  * Runs `n` requests of the mix against a server, calling `onSample(i, memory, final)` after
  * each with the ledger read right after the answer.
  */
-export async function runSoak({ client, url, model, n, onSample }) {
+export async function runSoak({ client, url, model, visionModel, n, onSample }) {
   for (let i = 0; i < n; ++i) {
-    const [method, body] = soakRequest(i, model);
+    const [method, body] = soakRequest(i, model, visionModel);
     const final = await drain(await client[method](body));
     if (!final || final.done !== true) throw new Error(`request ${i}: no final response`);
     await onSample(i, await readMemory(url), final);
