@@ -38,6 +38,14 @@ json final_chunk(const std::string & model, const scheduler::DoneInfo & d, bool 
     j["prompt_eval_duration"] = d.stats.prompt_eval_ns;
     j["eval_count"]           = d.stats.eval_count;
     j["eval_duration"]        = d.stats.eval_ns;
+    if (d.stats.image_count > 0) {
+        // Not Ollama's: the images evaluated for this prompt (those reused from the KV or
+        // the prompt cache are not), within prompt_eval_count and prompt_eval_duration.
+        j["vision"] = {{"images", d.stats.image_count},
+                       {"image_tokens", d.stats.image_tokens},
+                       {"encode_duration", d.stats.image_encode_ns},
+                       {"decode_duration", d.stats.image_decode_ns}};
+    }
     if (d.reason == DoneReason::stop || d.reason == DoneReason::length) {
         j["speculation"] = speculation_json(d.speculation);
         const auto & g   = d.grammar_drafts;

@@ -57,6 +57,11 @@ struct GenerateStats {
     int64_t prompt_eval_ns    = 0;
     int32_t eval_count        = 0; // tokens generated
     int64_t eval_ns           = 0;
+    // Images evaluated for this prompt (reused ones not counted): part of prompt_eval_ns.
+    int32_t image_count       = 0;
+    int32_t image_tokens      = 0;
+    int64_t image_encode_ns   = 0; // the projector's vision encoder
+    int64_t image_decode_ns   = 0; // the text model over the image embeddings
 };
 
 // Drafting under a grammar (`format`): text the grammar forces, proposed at no cost, and

@@ -6,6 +6,8 @@
 #include <mtmd-helper.h>
 #include <mtmd.h>
 
+#include <chrono>
+
 namespace specd::engine {
 
 namespace {
@@ -128,11 +130,22 @@ MultimodalPrompt Projector::tokenize(const std::string & text, const std::vector
     return out;
 }
 
-void Projector::eval(const ImageSpan & image, llama_context * ctx, llama_pos pos, int32_t n_batch) const {
-    llama_pos     next = 0;
-    const int32_t rc   = mtmd_helper_eval_chunk_single(ctx_.get(), ctx, image.chunk.get(), pos, 0, n_batch,
-                                                       /*logits_last=*/false, &next);
-    if (rc != 0) throw Error(ErrorKind::internal, "the image could not be evaluated (" + std::to_string(rc) + ")");
+Projector::EvalTimes Projector::eval(const ImageSpan & image, llama_context * ctx, llama_pos pos, int32_t n_batch) const {
+    const auto now = [] { return std::chrono::steady_clock::now(); };
+    const auto ns  = [](auto d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
+    EvalTimes  t;
+    const auto t0 = now();
+    if (mtmd_encode_chunk(ctx_.get(), image.chunk.get()) != 0) {
+        throw Error(ErrorKind::internal, "the vision encoder failed on an image");
+    }
+    const auto t1   = now();
+    llama_pos  next = 0;
+    const int32_t rc = mtmd_helper_decode_image_chunk(ctx_.get(), ctx, image.chunk.get(), mtmd_get_output_embd(ctx_.get()),
+                                                      pos, 0, n_batch, &next, nullptr, nullptr);
+    if (rc != 0) throw Error(ErrorKind::internal, "the image embeddings could not be decoded (" + std::to_string(rc) + ")");
+    t.encode_ns = ns(t1 - t0);
+    t.decode_ns = ns(now() - t1);
+    return t;
 }
 
 std::vector<int32_t> text_tokens(const std::vector<llama_token> & tokens) {

@@ -59,7 +59,11 @@ class Projector {
     // Encodes the image and writes its embeddings into `ctx`'s sequence 0 from `pos`, in
     // one batch of up to `n_batch` tokens (an image that attends to itself non-causally must
     // fit one micro-batch: the caller sizes the context for it). Throws on failure.
-    void eval(const ImageSpan & image, llama_context * ctx, llama_pos pos, int32_t n_batch) const;
+    struct EvalTimes {
+        int64_t encode_ns = 0;
+        int64_t decode_ns = 0;
+    };
+    EvalTimes eval(const ImageSpan & image, llama_context * ctx, llama_pos pos, int32_t n_batch) const;
 
     uint64_t size_bytes() const { return size_bytes_; } // the projector file (its weights)
 

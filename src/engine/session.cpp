@@ -193,7 +193,11 @@ int32_t Session::prefill(const MultimodalPrompt & prompt, const std::atomic<bool
         if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
         if (next_image < prompt.images.size() && i == prompt.images[next_image].start) {
             const ImageSpan & image = prompt.images[next_image++];
-            eval_image(prompt, image, cancel);
+            const auto        times = eval_image(prompt, image, cancel);
+            stats.image_count += 1;
+            stats.image_tokens += static_cast<int32_t>(image.n_pos);
+            stats.image_encode_ns += times.encode_ns;
+            stats.image_decode_ns += times.decode_ns;
             i += image.n_pos;
             continue;
         }
@@ -209,16 +213,18 @@ int32_t Session::prefill(const MultimodalPrompt & prompt, const std::atomic<bool
     return last_idx;
 }
 
-void Session::eval_image(const MultimodalPrompt & prompt, const ImageSpan & image, const std::atomic<bool> & cancel) {
+Projector::EvalTimes Session::eval_image(const MultimodalPrompt & prompt, const ImageSpan & image,
+                                        const std::atomic<bool> & cancel) {
     // Attention over an image's tokens may be non-causal: all of them in one micro-batch (the
     // runner sizes the context for the request's largest image; llama.cpp aborts otherwise).
     if (!prompt.projector || image.n_pos > size_t(batch_.capacity())) {
         throw Error(ErrorKind::internal, "the context cannot hold an image of " + std::to_string(image.n_pos) +
                                              " tokens in one batch");
     }
-    const size_t pos = cached_.size();
+    const size_t         pos = cached_.size();
+    Projector::EvalTimes times;
     try {
-        prompt.projector->eval(image, ctx_.get(), static_cast<llama_pos>(pos), batch_.capacity());
+        times = prompt.projector->eval(image, ctx_.get(), static_cast<llama_pos>(pos), batch_.capacity());
     } catch (...) {
         llama_memory_clear(llama_get_memory(ctx_.get()), true);
         cached_.clear();
@@ -227,6 +233,7 @@ void Session::eval_image(const MultimodalPrompt & prompt, const ImageSpan & imag
     }
     cached_.insert(cached_.end(), prompt.tokens.begin() + static_cast<std::ptrdiff_t>(pos),
                    prompt.tokens.begin() + static_cast<std::ptrdiff_t>(pos + image.n_pos));
+    return times;
 }
 
 Session::Forced Session::forced_tokens(const grammar::Constraint & state, llama_token prev, int max_tokens) {

@@ -88,7 +88,8 @@ class Session {
     // Makes the KV cache hold `prompt` (reusing the common prefix); leaves the logits of the
     // last prompt token at the batch index returned.
     int32_t prefill(const MultimodalPrompt & prompt, const std::atomic<bool> & cancel, GenerateStats & stats);
-    void    eval_image(const MultimodalPrompt & prompt, const ImageSpan & image, const std::atomic<bool> & cancel);
+    Projector::EvalTimes eval_image(const MultimodalPrompt & prompt, const ImageSpan & image,
+                                    const std::atomic<bool> & cancel);
     // With the live KV holding the prompt's first `live` tokens: restores a saved state that
     // holds more of it, if there is one (saving the live one first). Returns how many prompt
     // tokens the KV now holds, from the start.

@@ -31,9 +31,13 @@ describe('vision', () => {
     const body = { model: 'vis', prompt: 'What is in this picture?', images: [image], stream: false, options: greedy(12) };
     const first = await client.generate(body);
     assert.ok(first.prompt_eval_count > IMAGE_TOKENS, `${first.prompt_eval_count} evaluated`);
+    assert.equal(first.vision.images, 1);
+    assert.equal(first.vision.image_tokens, IMAGE_TOKENS);
+    assert.ok(first.vision.encode_duration > 0 && first.vision.decode_duration > 0);
     const again = await client.generate(body);
     assert.equal(again.response, first.response);
     assert.equal(again.prompt_eval_count, 1);
+    assert.equal(again.vision, undefined, 'a reused image is not evaluated again');
     // `context` holds text tokens only (an image has no token ids to send back).
     assert.ok(again.context.every((t) => Number.isInteger(t) && t >= 0));
     // The same pixels as BMP are the same image: the KV is reused again.
