@@ -24,3 +24,16 @@ for pair in $(q "Object.keys(s.pairs).join(' ')"); do
   "$bin" $args >&2
   echo "$tool_sum $args" > "$stamp"
 done
+# A vision projector for the pairs' width, when the cell file asks for one ("projector").
+if [ "$(q "s.projector ? 'yes' : 'no'")" = yes ]; then
+  args="projector --type gemma3 --n-embd-text $(q s.shape.n_embd) --image-size $(q s.projector.image_size) --patch-size $(q s.projector.patch_size) --merge $(q s.projector.merge) --n-embd $(q s.projector.n_embd) --n-layer $(q s.projector.n_layer) --n-ff $(q s.projector.n_ff) --out $out/mmproj.gguf"
+  stamp="$out/.mmproj.stamp"
+  if [ -f "$out/mmproj.gguf" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$tool_sum $args" ]; then
+    echo "bench models: mmproj is up to date" >&2
+  else
+    echo "bench models: generating the projector" >&2
+    # shellcheck disable=SC2086
+    "$bin" $args >&2
+    echo "$tool_sum $args" > "$stamp"
+  fi
+fi

@@ -22,7 +22,11 @@ export function summarise(spec, results) {
       const r = mine.find((x) => x.engine === e.name);
       if (r) {
         row.engines[e.name] = { tps: median(r.tps), accept: r.accept_rate, tokens: r.tokens ? median(r.tokens) : null,
-                                counters: r.counters ?? null, answers: r.answers ?? null };
+                                counters: r.counters ?? null, answers: r.answers ?? null,
+                                vision: r.vision ? { images: r.vision.images, rss_mib: r.vision.rss_mib,
+                                                     prompt_tps: median(r.vision.prompt_tps) ?? NaN,
+                                                     encode_ms: median(r.vision.encode_ms) ?? NaN,
+                                                     image_tokens: median(r.vision.image_tokens) ?? NaN } : null };
       }
     }
     // Ratios are medians of per-run ratios: the engines' runs interleave, so run i of each
@@ -58,7 +62,8 @@ function setTables(spec, setName, rows) {
     speed.push([r.cell, r.agreement.toFixed(2), ...names.map((n) => (r.engines[n] ? r.engines[n].tps.toFixed(1) : '-')),
       ...ratios.map((q) => fmtRatio(r.ratios[q.name]))]);
   }
-  if (!rows.some((r) => r.format)) return { speed, detail: null };
+  const vision = visionTable(rows, names);
+  if (!rows.some((r) => r.format)) return { speed, detail: null, vision };
   const detail = [['cell', 'engine', 'tok/s', 'tokens', 'drafted', 'accepted', 'forced', 'forced accepted', 'grammar truncated',
                    'truncated rounds', 'no legal draft', 'answers']];
   for (const r of rows) {
@@ -71,7 +76,22 @@ function setTables(spec, setName, rows) {
         fmtCount(c.grammar_no_legal_draft), answers(e.answers, spec.runs)]);
     }
   }
-  return { speed, detail };
+  return { speed, detail, vision };
+}
+
+// Cells with images: per engine, prompt speed, the images' cost and the memory after the cell.
+function visionTable(rows, names) {
+  if (!rows.some((r) => Object.values(r.engines).some((e) => e.vision))) return null;
+  const t = [['cell', 'engine', 'decode tok/s', 'prompt tok/s', 'images', 'tokens/image', 'encode ms/image', 'RSS after (MiB)']];
+  for (const r of rows) {
+    for (const n of names) {
+      const v = r.engines[n]?.vision;
+      if (!v) continue;
+      t.push([r.cell, n, r.engines[n].tps.toFixed(1), v.prompt_tps.toFixed(1), String(v.images), fmtCount(v.image_tokens),
+        v.encode_ms.toFixed(1), v.rss_mib === null ? '-' : v.rss_mib.toFixed(0)]);
+    }
+  }
+  return t;
 }
 
 const byset = (spec, rows) => Object.keys(spec.engine_sets)
@@ -84,8 +104,8 @@ function align(lines) {
 
 export function tables(spec, rows) {
   return byset(spec, rows).map(([name, rs]) => {
-    const { speed, detail } = setTables(spec, name, rs);
-    return `[${name}]\n${align(speed)}${detail ? `\n\n${align(detail)}` : ''}`;
+    const { speed, detail, vision } = setTables(spec, name, rs);
+    return `[${name}]\n${align(speed)}${detail ? `\n\n${align(detail)}` : ''}${vision ? `\n\n${align(vision)}` : ''}`;
   }).join('\n\n');
 }
 
@@ -100,7 +120,7 @@ export function markdown(spec, rows, meta) {
   for (const [name, rs] of byset(spec, rows)) {
     const set = spec.engine_sets[name];
     const names = set.engines.map((e) => e.name);
-    const { speed, detail } = setTables(spec, name, rs);
+    const { speed, detail, vision } = setTables(spec, name, rs);
     md += `\n## ${name}\n\n${set.about ?? ''}\n\n`;
     md += `Decode tokens/s (median of ${spec.runs} interleaved runs; in brackets the draft acceptance rate). ` +
           'Ratios are medians of per-run ratios; a ratio against several engines is against the best of them; ' +
@@ -121,6 +141,11 @@ export function markdown(spec, rows, meta) {
       const errors = rs.flatMap((r) => names.flatMap((n) => (r.engines[n]?.answers?.errors ?? [])
         .map((e) => `- ${r.cell}, ${n}: ${e}`)));
       if (errors.length) md += `\nSchema mismatches:\n${errors.join('\n')}\n`;
+    }
+    if (vision) {
+      md += '\nImages (medians): prompt tokens/s over the evaluated prompt (images included), tokens and vision-encoder ' +
+            'time per image, and the server\'s resident memory after the cell.\n\n';
+      md += mdTable(vision);
     }
   }
   return md;

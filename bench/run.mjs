@@ -9,10 +9,14 @@
 // its table shows. Engines with the same "server" share one process (otherwise each engine
 // has its own). A cell with "format" (a key of "schemas") sends that schema to every engine
 // of its set that is not "constrained": false, and each such answer is checked against it.
+// A cell with "images" ([[width, height], ...]) sends that many generated PNGs (different
+// pixels every run) to specd engines, whose model then has the file's "projector"; its table
+// adds prompt tokens/s, tokens per image, encode time per image and resident memory.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSpecd, startLlamaServer, generate } from './servers.mjs';
+import { startSpecd, startLlamaServer, generate, residentMiB } from './servers.mjs';
+import { b64, png } from '../tests/e2e/images.mjs';
 import { summarise, tables, markdown, svg, write } from './report.mjs';
 import { check } from './schema.mjs';
 
@@ -40,6 +44,9 @@ function load(opt) {
     if (!spec.pairs[c.pair]) throw new Error(`cell ${c.name}: no pair "${c.pair}"`);
     if (!spec.engine_sets[c.engines]) throw new Error(`cell ${c.name}: no engine set "${c.engines}"`);
     if (c.format !== undefined && !spec.schemas?.[c.format]) throw new Error(`cell ${c.name}: no schema "${c.format}"`);
+    if (c.images && (!spec.projector || spec.engine_sets[c.engines].engines.some((e) => e.kind !== 'specd'))) {
+      throw new Error(`cell ${c.name}: images need a "projector" and an engine set of specd engines`);
+    }
   }
   return spec;
 }
@@ -55,7 +62,8 @@ async function startServers(engines, opt, spec, pairName, storeDir) {
       if (shared) { servers.push(shared); continue; }
       const s = engine.kind === 'specd'
         ? await startSpecd({ bin: opt.specd, modelsDir: storeDir, name: `bench-${pairName}`, target, draft,
-                             threads: spec.threads, numCtx: spec.num_ctx })
+                             threads: spec.threads, numCtx: spec.num_ctx,
+                             mmproj: spec.projector ? path.resolve(opt.models, 'mmproj.gguf') : undefined })
         : await startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
                                    draftNMin: engine.draft_n_min, threads: spec.threads, numCtx: spec.num_ctx });
       if (engine.server !== undefined) byServer.set(engine.server, s);
@@ -80,9 +88,13 @@ async function runCell(spec, cell, engines, servers) {
   // "{run}" in a prompt is replaced by the run's number: each run asks a different question
   // (all engines the same one), so nothing a server learned from an earlier run's identical
   // answer (specd's forced-text spelling, any prompt cache) makes a later run look faster.
+  // Images are new pixels every run and for every engine: engines may share a server, and an
+  // image already in its KV would not be evaluated again.
+  const images = (run, e) => cell.images?.map(([w, h], k) => b64(png(w, h, (run * engines.length + engines.indexOf(e)) * 16 + k)));
   const request = (e, run) => ({ prompt: cell.prompt.replaceAll('{run}', String(run)), numPredict: cell.num_predict,
-                                 draft: e.draft, schema: constrained(e) ? schema : undefined });
-  const acc = engines.map(() => ({ tps: [], tokens: [], sums: {}, answers: [], text: null }));
+                                 draft: e.draft, schema: constrained(e) ? schema : undefined, images: images(run, e) });
+  const acc = engines.map(() => ({ tps: [], tokens: [], sums: {}, answers: [], text: null, prompt_tps: [], encode_ms: [],
+                                   image_tokens: [] }));
   for (let i = 0; i < servers.length; ++i) await generate(servers[i], request(engines[i], 0)); // warm-up
   // Runs interleave (run 1 of each engine, then run 2 ...), so a slow minute on a shared
   // machine hits all engines alike.
@@ -95,6 +107,11 @@ async function runCell(spec, cell, engines, servers) {
       // A counter the server does not report stays null (shown as "-").
       for (const k of counters) if (r[k] !== null && r[k] !== undefined) a.sums[k] = (a.sums[k] ?? 0) + r[k];
       a.text = r.text;
+      if (r.vision) {
+        a.prompt_tps.push(r.prompt_tps);
+        a.encode_ms.push(r.vision.encode_duration / 1e6 / r.vision.images);
+        a.image_tokens.push(r.vision.image_tokens / r.vision.images);
+      }
       if (constrained(engines[i])) {
         a.answers.push(r.done_reason === 'length' ? { outcome: 'length' }
           : r.text === null ? { outcome: 'unreadable' }
@@ -102,6 +119,8 @@ async function runCell(spec, cell, engines, servers) {
       }
     }
   }
+  const rss = [];
+  for (const s of servers) rss.push(cell.images ? await residentMiB(s) : null);
   return engines.map((engine, i) => {
     const a = acc[i];
     const perRun = Object.fromEntries(counters.map((k) => [k, a.sums[k] !== undefined ? a.sums[k] / spec.runs : null]));
@@ -110,6 +129,8 @@ async function runCell(spec, cell, engines, servers) {
     return {
       cell: cell.name, engine: engine.name, tps: a.tps, tokens: a.tokens,
       accept_rate: a.sums.drafted > 0 ? a.sums.accepted / a.sums.drafted : null,
+      ...(cell.images ? { vision: { prompt_tps: a.prompt_tps, encode_ms: a.encode_ms, image_tokens: a.image_tokens,
+                                    images: cell.images.length, rss_mib: rss[i] } } : {}),
       ...(schema !== undefined ? {
         counters: perRun,
         answers: constrained(engine) ? { valid: tally('valid'), invalid: tally('invalid'), length: tally('length'),

@@ -57,14 +57,15 @@ async function start(cmd, args, env, readyPath, port) {
 }
 
 // specd with a private store holding `name` = target + draft.
-export async function startSpecd({ bin, modelsDir, name, target, draft, threads, numCtx, env: extraEnv = {} }) {
+export async function startSpecd({ bin, modelsDir, name, target, draft, threads, numCtx, mmproj, env: extraEnv = {} }) {
   const port = await freePort();
   const env = { SPECD_MODELS: modelsDir, SPECD_HOST: `127.0.0.1:${port}`, ...extraEnv };
   const fs = await import('node:fs');
   const path = await import('node:path');
   const modelfile = path.join(modelsDir, `${name}.Modelfile`);
   fs.mkdirSync(modelsDir, { recursive: true });
-  fs.writeFileSync(modelfile, `FROM ${target}\nDRAFT ${draft}\nPARAMETER num_thread ${threads}\nPARAMETER num_ctx ${numCtx}\n`);
+  fs.writeFileSync(modelfile, `FROM ${target}\n${mmproj ? `FROM ${mmproj}\n` : ''}DRAFT ${draft}\n` +
+    `PARAMETER num_thread ${threads}\nPARAMETER num_ctx ${numCtx}\n`);
   execFileSync(bin, ['create', name, '-f', modelfile], { env: { ...process.env, SPECD_MODELS: modelsDir, SPECD_HOST: '127.0.0.1:1' }, stdio: 'ignore' });
   const server = await start(bin, ['serve'], env, '/api/version', port);
   return { ...server, kind: 'specd', name };
@@ -90,18 +91,21 @@ export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMi
 // counters. `schema`, when set, constrains the answer: specd's `format`, llama-server's
 // `json_schema`; an answer then ends when its JSON is complete, so it may be shorter than
 // numPredict.
-export async function generate(server, { prompt, numPredict, draft, schema }) {
+export async function generate(server, { prompt, numPredict, draft, schema, images }) {
   const t0 = performance.now();
   if (server.kind === 'specd') {
     const options = { temperature: 0, num_predict: numPredict, seed: 1 };
     if (!draft) options.draft_num_predict = 0;
     const body = { model: server.name, prompt, raw: true, stream: false, options };
     if (schema) body.format = schema;
+    if (images) body.images = images;
     const r = await fetch(`${server.url}/api/generate`, { method: 'POST', body: JSON.stringify(body) });
     const j = await r.json();
     if (!r.ok) throw new Error(`specd: ${j.error}`);
     return { tokens: j.eval_count, tps: j.eval_count / (j.eval_duration / 1e9), wall: (performance.now() - t0) / 1000,
-             text: j.response, done_reason: j.done_reason, ...specdCounters(j.speculation) };
+             text: j.response, done_reason: j.done_reason, ...specdCounters(j.speculation),
+             prompt_tokens: j.prompt_eval_count, prompt_tps: j.prompt_eval_count / (j.prompt_eval_duration / 1e9),
+             vision: j.vision ?? null };
   }
   // Decode speed from llama-server's own counters: its /completion answer can be a 500
   // ("does not match the expected Content-only format") when random-weight output is not
@@ -152,4 +156,11 @@ async function llamaMetrics(server) {
   for (const k of ['tokens_predicted_total', 'tokens_predicted_seconds_total',
                    'spec_decode_num_accepted_tokens_total', 'spec_decode_num_draft_tokens_total']) out[k] ??= 0;
   return out;
+}
+
+// The server's resident memory in MiB (specd's /api/debug/memory), null for other servers.
+export async function residentMiB(server) {
+  if (server.kind !== 'specd') return null;
+  const j = await (await fetch(`${server.url}/api/debug/memory`)).json();
+  return j.resident_bytes / (1024 * 1024);
 }
