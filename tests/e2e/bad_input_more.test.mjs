@@ -9,6 +9,18 @@ import net from 'node:net';
 import { describe } from 'node:test';
 import { postRaw, sleep, startServer, test, useServer } from './harness.mjs';
 import { b64, jpeg, png } from './images.mjs';
+import { ledgerViolations, readMemory } from './soak_workload.mjs';
+
+/** Waits (up to 5 s) until no request owns memory; fails with what is still held. */
+async function assertMemoryReleased(srv) {
+  let mem;
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; await sleep(50)) {
+    mem = await readMemory(srv.url);
+    if (ledgerViolations(mem).length === 0) return mem;
+  }
+  assert.deepEqual(ledgerViolations(mem), [], 'the cancelled request\'s memory is released');
+  return mem;
+}
 
 const h = useServer();
 const MODEL = 'tiny';
@@ -435,6 +447,23 @@ describe('disconnects and shutdown', () => {
     const ms = Date.now() - t1;
     // A prefill that kept running would hold the model for most of fullMs.
     assert.ok(ms < Math.max(fullMs * 0.6, 1000), `the request after the disconnect took ${ms} ms (a full prefill: ${fullMs} ms)`);
+    await assertMemoryReleased(h.srv);
+  });
+
+  test('a client that disconnects during generation: cancelled, its memory released', async () => {
+    const before = (await readMemory(h.srv.url)).owners.request.closed;
+    const ac = new AbortController();
+    const r = await fetch(`${h.srv.url}/api/generate`, {
+      method: 'POST', signal: ac.signal,
+      body: JSON.stringify({ model: MODEL, prompt: 'tell me a long story', stream: true,
+        images: undefined, options: { num_predict: 100000, num_ctx: 8192, temperature: 0 } }),
+    });
+    const reader = r.body.getReader();
+    await reader.read(); // the first chunk: generation is under way
+    ac.abort();
+    const mem = await assertMemoryReleased(h.srv);
+    assert.ok(mem.owners.request.closed > before, 'the request was closed');
+    await assertHealthy();
   });
 
   test('after SIGTERM a new request is refused (never served), and the server exits 0', async () => {
