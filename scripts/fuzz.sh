@@ -3,7 +3,7 @@
 # each for SECONDS (default 60). Inputs that crash, hang or run out of memory are copied to
 # fuzz/crashes/<target>-<kind>-<hash>; the script exits non-zero if there is any.
 # Not part of scripts/test.sh or CI. See docs/fuzz.md.
-#   usage: scripts/fuzz.sh [SECONDS] [TARGET...]   TARGET: request schema modelfile model_name output image
+#   usage: scripts/fuzz.sh [SECONDS] [TARGET...]   TARGET: request schema modelfile model_name output image go_template
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -26,7 +26,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(request schema modelfile model_name output image)
+[ "${#targets[@]}" -gt 0 ] || targets=(request schema modelfile model_name output image go_template)
 
 work=build-fuzz/run
 mkdir -p fuzz/crashes

@@ -1,0 +1,771 @@
+#include "templates/go_template_format.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace specd::templates {
+
+namespace {
+
+constexpr const char * k_hex_lower = "0123456789abcdef";
+constexpr const char * k_hex_upper = "0123456789ABCDEF";
+
+// Length of the valid UTF-8 sequence at s[i] and its code point; 0 when the byte there does
+// not start one (Go then sees utf8.RuneError of width 1).
+size_t utf8_at(std::string_view s, size_t i, uint32_t & cp) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    if (b0 < 0x80) {
+        cp = b0;
+        return 1;
+    }
+    size_t   n   = 0;
+    uint32_t min = 0;
+    if ((b0 & 0xE0) == 0xC0) { n = 2; cp = b0 & 0x1F; min = 0x80; }
+    else if ((b0 & 0xF0) == 0xE0) { n = 3; cp = b0 & 0x0F; min = 0x800; }
+    else if ((b0 & 0xF8) == 0xF0) { n = 4; cp = b0 & 0x07; min = 0x10000; }
+    else return 0;
+    if (i + n > s.size()) return 0;
+    for (size_t k = 1; k < n; ++k) {
+        const auto b = static_cast<unsigned char>(s[i + k]);
+        if ((b & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (b & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return n;
+}
+
+void append_utf8(std::string & out, uint32_t cp) {
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+        out += static_cast<char>(0xF0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+}
+
+size_t rune_count(std::string_view s) {
+    size_t n = 0;
+    for (size_t i = 0; i < s.size();) {
+        uint32_t     cp;
+        const size_t w = utf8_at(s, i, cp);
+        i += w ? w : 1;
+        ++n;
+    }
+    return n;
+}
+
+bool is_printable(uint32_t cp) {
+    if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) return false;
+    return cp != 0xAD && cp != 0x2028 && cp != 0x2029 && cp != 0xFEFF;
+}
+
+// A float as Go's strconv sees it: the shortest digits that read back exactly, the value
+// being 0.d * 10^dp. Zero has no digits.
+struct Digits {
+    std::string d;
+    int         dp  = 0;
+    bool        neg = false;
+};
+
+Digits shortest_digits(double v) {
+    Digits out;
+    out.neg = std::signbit(v);
+    if (v == 0) return out;
+    char       buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::scientific);
+    const std::string_view s(buf, static_cast<size_t>(r.ptr - buf));
+    const size_t           e = s.find('e');
+    for (size_t k = 0; k < e; ++k) {
+        if (s[k] != '.') out.d += s[k];
+    }
+    out.dp = std::atoi(std::string(s.substr(e + 1)).c_str()) + 1;
+    return out;
+}
+
+// strconv's %e and %f from digits, `prec` digits after the point.
+std::string fmt_e(const Digits & d, int prec, char e) {
+    std::string out = d.neg ? "-" : "";
+    out += d.d.empty() ? '0' : d.d[0];
+    if (prec > 0) {
+        out += '.';
+        int i = 1;
+        for (; i < static_cast<int>(d.d.size()) && i <= prec; ++i) out += d.d[i];
+        for (; i <= prec; ++i) out += '0';
+    }
+    int exp = d.d.empty() ? 0 : d.dp - 1;
+    out += e;
+    out += exp < 0 ? '-' : '+';
+    exp = std::abs(exp);
+    if (exp < 10) out += '0';
+    out += std::to_string(exp);
+    return out;
+}
+
+std::string fmt_f(const Digits & d, int prec) {
+    std::string out = d.neg ? "-" : "";
+    const int   nd  = static_cast<int>(d.d.size());
+    if (d.dp > 0) {
+        const int m = std::min(nd, d.dp);
+        out.append(d.d, 0, static_cast<size_t>(m));
+        out.append(static_cast<size_t>(d.dp - m), '0');
+    } else {
+        out += '0';
+    }
+    if (prec > 0) {
+        out += '.';
+        for (int i = 0; i < prec; ++i) {
+            const int j = d.dp + i;
+            out += (j >= 0 && j < nd) ? d.d[static_cast<size_t>(j)] : '0';
+        }
+    }
+    return out;
+}
+
+// A float the way Go's strconv.FormatFloat(v, verb, prec, 64) writes it. prec -1 is the
+// shortest form that reads back exactly; %g (and so %v) then switches to the exponent form
+// below 1e-4 and from 1e+06 on, as Go does. Explicit precisions are capped at 1000 digits.
+std::string format_float(double v, char verb, int prec) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+    const bool upper = verb == 'E' || verb == 'G';
+    const char lower = static_cast<char>(upper ? verb + ('a' - 'A') : verb == 'F' ? 'f' : verb);
+    if (prec < 0) {
+        const Digits d  = shortest_digits(v);
+        const int    nd = static_cast<int>(d.d.size());
+        if (lower == 'e') return fmt_e(d, std::max(nd - 1, 0), upper ? 'E' : 'e');
+        if (lower == 'f') return fmt_f(d, std::max(nd - d.dp, 0));
+        const int exp = d.dp - 1;
+        if (exp < -4 || exp >= 6) return fmt_e(d, nd - 1, upper ? 'E' : 'e');
+        return fmt_f(d, std::max(nd - d.dp, 0));
+    }
+    char                    buf[1400];
+    const std::chars_format f = lower == 'e' ? std::chars_format::scientific
+                              : lower == 'f' ? std::chars_format::fixed
+                                             : std::chars_format::general;
+    if (lower == 'g' && prec == 0) prec = 1;
+    const auto r = std::to_chars(buf, buf + sizeof buf, v, f, std::min(prec, 1000));
+    if (r.ec != std::errc()) return "%!(BADPREC)";
+    std::string out(buf, static_cast<size_t>(r.ptr - buf));
+    if (upper) std::replace(out.begin(), out.end(), 'e', 'E');
+    return out;
+}
+
+void append_json_string(std::string & out, std::string_view s) {
+    out += '"';
+    for (size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            switch (c) {
+                case '"': out += "\\\""; break;
+                case '\\': out += "\\\\"; break;
+                case '\b': out += "\\b"; break;
+                case '\f': out += "\\f"; break;
+                case '\n': out += "\\n"; break;
+                case '\r': out += "\\r"; break;
+                case '\t': out += "\\t"; break;
+                default:
+                    if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+                        out += "\\u00";
+                        out += k_hex_lower[c >> 4];
+                        out += k_hex_lower[c & 0xF];
+                    } else {
+                        out += static_cast<char>(c);
+                    }
+            }
+            ++i;
+            continue;
+        }
+        uint32_t     cp;
+        const size_t w = utf8_at(s, i, cp);
+        if (w == 0) {
+            out += "\\ufffd";
+            ++i;
+        } else if (cp == 0x2028 || cp == 0x2029) {
+            out += cp == 0x2028 ? "\\u2028" : "\\u2029";
+            i += w;
+        } else {
+            out.append(s, i, w);
+            i += w;
+        }
+    }
+    out += '"';
+}
+
+// encoding/json's float: %f, or %e outside [1e-6, 1e21), shortest, "e-07" written "e-7".
+bool append_json_float(std::string & out, double v) {
+    if (!std::isfinite(v)) return false;
+    const double a = std::fabs(v);
+    if (a != 0 && (a < 1e-6 || a >= 1e21)) {
+        std::string s = format_float(v, 'e', -1);
+        const size_t n = s.size();
+        if (n >= 4 && s[n - 4] == 'e' && s[n - 3] == '-' && s[n - 2] == '0') s.erase(n - 2, 1);
+        out += s;
+    } else {
+        out += format_float(v, 'f', -1);
+    }
+    return true;
+}
+
+bool append_json_node(std::string & out, const json & node, int depth) {
+    if (depth < 0) return false;
+    switch (node.type()) {
+        case json::value_t::null: out += "null"; return true;
+        case json::value_t::boolean: out += node.get<bool>() ? "true" : "false"; return true;
+        case json::value_t::number_integer: out += std::to_string(node.get<int64_t>()); return true;
+        case json::value_t::number_unsigned: out += std::to_string(node.get<uint64_t>()); return true;
+        case json::value_t::number_float: return append_json_float(out, node.get<double>());
+        case json::value_t::string: append_json_string(out, node.get_ref<const std::string &>()); return true;
+        case json::value_t::array: {
+            out += '[';
+            bool first = true;
+            for (const auto & e : node) {
+                if (!first) out += ',';
+                first = false;
+                if (!append_json_node(out, e, depth - 1)) return false;
+            }
+            out += ']';
+            return true;
+        }
+        case json::value_t::object: {
+            out += '{';
+            bool first = true;
+            for (const auto & [k, e] : node.items()) {
+                if (!first) out += ',';
+                first = false;
+                append_json_string(out, k);
+                out += ':';
+                if (!append_json_node(out, e, depth - 1)) return false;
+            }
+            out += '}';
+            return true;
+        }
+        default:
+            return false; // binary / discarded: nothing Ollama could pass
+    }
+}
+
+// One printf directive's flags, width and precision.
+struct Spec {
+    bool plus = false, minus = false, sharp = false, space = false, zero = false;
+    bool wid_present = false, prec_present = false;
+    int  wid = 0, prec = 0;
+};
+
+void pad(std::string & out, std::string_view s, const Spec & f, bool zero_ok = true) {
+    const size_t n = rune_count(s);
+    if (!f.wid_present || n >= static_cast<size_t>(f.wid)) {
+        out += s;
+        return;
+    }
+    const size_t fill = static_cast<size_t>(f.wid) - n;
+    if (f.minus) {
+        out += s;
+        out.append(fill, ' ');
+    } else {
+        out.append(fill, f.zero && zero_ok ? '0' : ' ');
+        out += s;
+    }
+}
+
+void bad_verb(std::string & out, char32_t verb, const Value & v);
+
+std::string quote_rune(uint32_t cp) {
+    std::string s;
+    append_utf8(s, cp);
+    std::string q = go_quote(s);
+    if (cp == '\'') return "'\\''";
+    if (cp == '"') return "'\"'";
+    return "'" + q.substr(1, q.size() - 2) + "'";
+}
+
+void fmt_integer(std::string & out, int64_t v, char32_t verb, const Spec & f) {
+    int  base  = 10;
+    bool upper = false;
+    switch (verb) {
+        case 'b': base = 2; break;
+        case 'o': case 'O': base = 8; break;
+        case 'x': base = 16; break;
+        case 'X': base = 16; upper = true; break;
+        default: break;
+    }
+    const bool neg = v < 0;
+    uint64_t   u   = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+    if (f.prec_present && f.prec == 0 && u == 0) {
+        Spec plain  = f;
+        plain.zero  = false;
+        pad(out, "", plain);
+        return;
+    }
+    // (Indexing the ternary directly, (upper ? a : b)[u % base], is miscompiled by g++ 12
+    // with -fsanitize=undefined: it reports a division by zero.)
+    const char *   hex = upper ? k_hex_upper : k_hex_lower;
+    const uint64_t b   = static_cast<uint64_t>(base);
+    std::string    digits;
+    do {
+        digits += hex[u % b];
+        u /= b;
+    } while (u != 0);
+    std::reverse(digits.begin(), digits.end());
+    int prec = 0;
+    if (f.prec_present) {
+        prec = f.prec;
+    } else if (f.zero && !f.minus && f.wid_present) {
+        prec = f.wid - ((neg || f.plus || f.space) ? 1 : 0);
+    }
+    if (static_cast<int>(digits.size()) < prec) digits.insert(0, static_cast<size_t>(prec) - digits.size(), '0');
+    std::string s;
+    if (neg) s += '-';
+    else if (f.plus) s += '+';
+    else if (f.space) s += ' ';
+    if (f.sharp) {
+        if (base == 2) s += "0b";
+        else if (base == 8 && digits[0] != '0') s += '0';
+        else if (base == 16) s += upper ? "0X" : "0x";
+    }
+    if (verb == 'O') s += "0o";
+    s += digits;
+    Spec plain = f;
+    plain.zero = false;
+    pad(out, s, plain);
+}
+
+void fmt_float(std::string & out, double v, char32_t verb, const Spec & f) {
+    const char c    = verb == 'v' ? 'g' : static_cast<char>(verb);
+    const int  prec = f.prec_present ? f.prec : (c == 'g' || c == 'G') ? -1 : 6;
+    std::string num = format_float(v, c, prec);
+    std::string sign;
+    if (!num.empty() && (num[0] == '-' || num[0] == '+')) {
+        sign = num.substr(0, 1);
+        num.erase(0, 1);
+    }
+    if (sign != "-") sign = f.plus ? "+" : f.space ? " " : "";
+    if (f.zero && !f.minus && f.wid_present && std::isfinite(v) &&
+        static_cast<size_t>(f.wid) > sign.size() + num.size()) {
+        out += sign;
+        out.append(static_cast<size_t>(f.wid) - sign.size() - num.size(), '0');
+        out += num;
+        return;
+    }
+    Spec plain = f;
+    plain.zero = false;
+    pad(out, sign + num, plain);
+}
+
+void fmt_string(std::string & out, std::string_view s, char32_t verb, const Spec & f, const Value & v) {
+    if (f.prec_present && (verb == 's' || verb == 'v' || verb == 'q')) {
+        size_t i = 0;
+        for (int n = 0; i < s.size() && n < f.prec; ++n) {
+            uint32_t     cp;
+            const size_t w = utf8_at(s, i, cp);
+            i += w ? w : 1;
+        }
+        s = s.substr(0, i);
+    }
+    switch (verb) {
+        case 'v':
+            if (f.sharp) {
+                pad(out, go_quote(s), f);
+            } else {
+                pad(out, s, f);
+            }
+            return;
+        case 's': pad(out, s, f); return;
+        case 'q': pad(out, go_quote(s), f); return;
+        case 'x':
+        case 'X': {
+            const char * hex = verb == 'x' ? k_hex_lower : k_hex_upper;
+            std::string h;
+            const size_t n = f.prec_present ? std::min(s.size(), static_cast<size_t>(f.prec)) : s.size();
+            for (size_t i = 0; i < n; ++i) {
+                const auto b = static_cast<unsigned char>(s[i]);
+                h += hex[b >> 4];
+                h += hex[b & 0xF];
+            }
+            pad(out, h, f);
+            return;
+        }
+        default: bad_verb(out, verb, v);
+    }
+}
+
+void print_arg(std::string & out, const Value & v, char32_t verb, const Spec & f) {
+    if (verb == 'T') {
+        pad(out, v.type_name(), f);
+        return;
+    }
+    switch (v.kind()) {
+        case Value::Kind::nil:
+            if (verb == 'v') pad(out, "<nil>", f);
+            else bad_verb(out, verb, v);
+            return;
+        case Value::Kind::boolean:
+            if (verb == 't' || verb == 'v') pad(out, v.as_bool() ? "true" : "false", f);
+            else bad_verb(out, verb, v);
+            return;
+        case Value::Kind::integer:
+            switch (verb) {
+                case 'v': case 'd': case 'b': case 'o': case 'O': case 'x': case 'X':
+                    fmt_integer(out, v.as_int(), verb == 'v' ? 'd' : verb, f);
+                    return;
+                case 'c': {
+                    std::string s;
+                    append_utf8(s, static_cast<uint32_t>(std::clamp<int64_t>(v.as_int(), 0, 0x110000)));
+                    pad(out, s, f);
+                    return;
+                }
+                case 'q':
+                    pad(out, quote_rune(static_cast<uint32_t>(std::clamp<int64_t>(v.as_int(), 0, 0x110000))), f);
+                    return;
+                case 'U': {
+                    std::string h;
+                    uint64_t    u = static_cast<uint64_t>(v.as_int());
+                    do {
+                        h += k_hex_upper[u % 16];
+                        u /= 16;
+                    } while (u != 0);
+                    while (h.size() < 4) h += '0';
+                    std::reverse(h.begin(), h.end());
+                    pad(out, "U+" + h, f);
+                    return;
+                }
+                default: bad_verb(out, verb, v); return;
+            }
+        case Value::Kind::floating:
+            switch (verb) {
+                case 'v': case 'e': case 'E': case 'f': case 'F': case 'g': case 'G':
+                    fmt_float(out, v.as_float(), verb, f);
+                    return;
+                default: bad_verb(out, verb, v); return;
+            }
+        case Value::Kind::string:
+            fmt_string(out, v.as_string(), verb, f, v);
+            return;
+        case Value::Kind::array:
+        case Value::Kind::object: {
+            std::string j;
+            if (!append_json(j, v)) j.clear(); // what Ollama's String() gives when Marshal fails
+            if (verb == 'v') verb = 's';
+            fmt_string(out, j, verb, f, v);
+            return;
+        }
+    }
+}
+
+void bad_verb(std::string & out, char32_t verb, const Value & v) {
+    out += "%!";
+    append_utf8(out, verb);
+    out += '(';
+    if (v.is_nil()) {
+        out += "<nil>";
+    } else {
+        out += v.type_name();
+        out += '=';
+        print_arg(out, v, 'v', Spec{});
+    }
+    out += ')';
+}
+
+// Go's parsenum: digits at s[i..], at most 1e6.
+bool parse_num(std::string_view s, size_t & i, int & num) {
+    bool any = false;
+    num      = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        if (num > 1000000) {
+            i = s.size(); // a crazy long number: Go gives up on the rest of the format
+            return false;
+        }
+        num = num * 10 + (s[i] - '0');
+        any = true;
+        ++i;
+    }
+    return any;
+}
+
+bool too_large(int64_t x) { return x > 1000000 || x < -1000000; }
+
+} // namespace
+
+void append_value(std::string & out, const Value & v) { print_arg(out, v, 'v', Spec{}); }
+
+bool append_json(std::string & out, const Value & v, int max_depth) {
+    switch (v.kind()) {
+        case Value::Kind::nil: out += "null"; return true;
+        case Value::Kind::boolean: out += v.as_bool() ? "true" : "false"; return true;
+        case Value::Kind::integer: out += std::to_string(v.as_int()); return true;
+        case Value::Kind::floating: return append_json_float(out, v.as_float());
+        case Value::Kind::string: append_json_string(out, v.as_string()); return true;
+        case Value::Kind::object: return append_json_node(out, v.node(), max_depth);
+        case Value::Kind::array:
+            out += '[';
+            for (size_t i = v.begin(); i < v.end(); ++i) {
+                if (i > v.begin()) out += ',';
+                if (!append_json_node(out, v.node()[i], max_depth - 1)) return false;
+            }
+            out += ']';
+            return true;
+    }
+    return false;
+}
+
+std::string sprint(std::span<const Value> args) {
+    std::string out;
+    bool        prev_string = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const bool is_string = args[i].kind() == Value::Kind::string;
+        if (i > 0 && !is_string && !prev_string) out += ' ';
+        append_value(out, args[i]);
+        prev_string = is_string;
+    }
+    return out;
+}
+
+std::string sprintln(std::span<const Value> args) {
+    std::string out;
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (i > 0) out += ' ';
+        append_value(out, args[i]);
+    }
+    out += '\n';
+    return out;
+}
+
+std::string sprintf(std::string_view format, std::span<const Value> args) {
+    std::string out;
+    size_t      arg = 0;
+    size_t      i   = 0;
+    const auto  end = format.size();
+    while (i < end) {
+        const size_t last = i;
+        while (i < end && format[i] != '%') ++i;
+        out.append(format, last, i - last);
+        if (i >= end) break;
+        ++i; // the %
+
+        Spec f;
+        for (; i < end; ++i) {
+            const char c = format[i];
+            if (c == '#') f.sharp = true;
+            else if (c == '0') f.zero = !f.minus;
+            else if (c == '+') f.plus = true;
+            else if (c == '-') { f.minus = true; f.zero = false; }
+            else if (c == ' ') f.space = true;
+            else break;
+        }
+        if (i < end && format[i] == '[') {
+            out += "%!(BADINDEX)";
+            const size_t close = format.find(']', i);
+            i = close == std::string_view::npos ? end : close + 1;
+            continue;
+        }
+        // Width: digits or * (an int argument; negative means left-justify).
+        if (i < end && format[i] == '*') {
+            ++i;
+            if (arg < args.size() && args[arg].kind() == Value::Kind::integer && !too_large(args[arg].as_int())) {
+                int64_t w = args[arg].as_int();
+                if (w < 0) {
+                    f.minus = true;
+                    f.zero  = false;
+                    w       = -w;
+                }
+                f.wid         = static_cast<int>(w);
+                f.wid_present = true;
+            } else {
+                out += "%!(BADWIDTH)";
+            }
+            ++arg;
+        } else {
+            f.wid_present = parse_num(format, i, f.wid);
+        }
+        // Precision.
+        if (i < end && format[i] == '.') {
+            ++i;
+            if (i < end && format[i] == '*') {
+                ++i;
+                if (arg < args.size() && args[arg].kind() == Value::Kind::integer && !too_large(args[arg].as_int())) {
+                    const int64_t p = args[arg].as_int();
+                    f.prec          = p < 0 ? 0 : static_cast<int>(p);
+                    f.prec_present  = p >= 0;
+                } else {
+                    out += "%!(BADPREC)";
+                }
+                ++arg;
+            } else {
+                f.prec_present = parse_num(format, i, f.prec);
+                if (!f.prec_present) {
+                    f.prec         = 0;
+                    f.prec_present = true;
+                }
+            }
+        }
+        if (i >= end) {
+            out += "%!(NOVERB)";
+            break;
+        }
+        uint32_t     verb;
+        const size_t w = utf8_at(format, i, verb);
+        if (w == 0) verb = 0xFFFD;
+        i += w ? w : 1;
+
+        if (verb == '%') {
+            out += '%';
+            continue;
+        }
+        if (arg >= args.size()) {
+            out += "%!";
+            append_utf8(out, verb);
+            out += "(MISSING)";
+            continue;
+        }
+        print_arg(out, args[arg], verb, f);
+        ++arg;
+    }
+    if (arg < args.size()) {
+        out += "%!(EXTRA ";
+        for (size_t k = arg; k < args.size(); ++k) {
+            if (k > arg) out += ", ";
+            if (args[k].is_nil()) {
+                out += "<nil>";
+            } else {
+                out += args[k].type_name();
+                out += '=';
+                append_value(out, args[k]);
+            }
+        }
+        out += ')';
+    }
+    return out;
+}
+
+std::string go_quote(std::string_view s) {
+    std::string out = "\"";
+    for (size_t i = 0; i < s.size();) {
+        uint32_t     cp;
+        const size_t w = utf8_at(s, i, cp);
+        if (w == 0) {
+            const auto b = static_cast<unsigned char>(s[i]);
+            out += "\\x";
+            out += k_hex_lower[b >> 4];
+            out += k_hex_lower[b & 0xF];
+            ++i;
+            continue;
+        }
+        if (cp == '"' || cp == '\\') {
+            out += '\\';
+            out += static_cast<char>(cp);
+        } else if (is_printable(cp)) {
+            out.append(s, i, w);
+        } else {
+            switch (cp) {
+                case '\a': out += "\\a"; break;
+                case '\b': out += "\\b"; break;
+                case '\f': out += "\\f"; break;
+                case '\n': out += "\\n"; break;
+                case '\r': out += "\\r"; break;
+                case '\t': out += "\\t"; break;
+                case '\v': out += "\\v"; break;
+                default:
+                    if (cp < ' ' || cp == 0x7F) {
+                        out += "\\x";
+                        out += k_hex_lower[cp >> 4];
+                        out += k_hex_lower[cp & 0xF];
+                    } else {
+                        const int n = cp < 0x10000 ? 4 : 8;
+                        out += n == 4 ? "\\u" : "\\U";
+                        for (int k = n - 1; k >= 0; --k) out += k_hex_lower[(cp >> (4 * k)) & 0xF];
+                    }
+            }
+        }
+        i += w;
+    }
+    out += '"';
+    return out;
+}
+
+std::string html_escape(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char c : s) {
+        switch (c) {
+            case '"': out += "&#34;"; break;
+            case '\'': out += "&#39;"; break;
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '\0': out += "\xEF\xBF\xBD"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+std::string js_escape(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            switch (c) {
+                case '\\': out += "\\\\"; break;
+                case '\'': out += "\\'"; break;
+                case '"': out += "\\\""; break;
+                case '<': out += "\\u003C"; break;
+                case '>': out += "\\u003E"; break;
+                case '&': out += "\\u0026"; break;
+                case '=': out += "\\u003D"; break;
+                default:
+                    if (c < ' ') {
+                        out += "\\u00";
+                        out += k_hex_upper[c >> 4];
+                        out += k_hex_upper[c & 0xF];
+                    } else {
+                        out += static_cast<char>(c);
+                    }
+            }
+            ++i;
+            continue;
+        }
+        uint32_t     cp;
+        const size_t w = utf8_at(s, i, cp);
+        if (w != 0 && is_printable(cp)) {
+            out.append(s, i, w);
+        } else {
+            if (w == 0) cp = 0xFFFD;
+            out += "\\u";
+            for (int k = 3; k >= 0; --k) out += k_hex_upper[(cp >> (4 * k)) & 0xF];
+        }
+        i += w ? w : 1;
+    }
+    return out;
+}
+
+std::string query_escape(std::string_view s) {
+    std::string out;
+    for (char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+            c == '.' || c == '~') {
+            out += ch;
+        } else if (c == ' ') {
+            out += '+';
+        } else {
+            out += '%';
+            out += k_hex_upper[c >> 4];
+            out += k_hex_upper[c & 0xF];
+        }
+    }
+    return out;
+}
+
+} // namespace specd::templates
