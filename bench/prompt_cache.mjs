@@ -39,7 +39,7 @@ const WORDS = ('time year people way day man thing woman life child world school
 function text(seed, n) {
   const out = [`Document ${seed}.`];
   let x = seed * 2654435761 % 4294967296;
-  for (let i = 0; i < n * 0.8; ++i) {
+  for (let i = 0; i < n; ++i) { // about one token per word (phi-3 vocabulary)
     x = (x * 1103515245 + 12345) % 2147483648;
     out.push(WORDS[x % WORDS.length]);
   }

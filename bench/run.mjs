@@ -169,7 +169,7 @@ async function main() {
   fs.mkdirSync(opt.out, { recursive: true });
   const extra = ['cells', 'runs', 'num-predict'].filter((k) => opt[k]).map((k) => ` --${k} ${opt[k]}`).join('');
   const meta = { machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}`, date: new Date().toISOString().slice(0, 10),
-                 command: `scripts/bench.sh${extra ? ` ${opt.spec}${extra}` : ''}` };
+                 command: `scripts/bench.sh${extra || path.basename(opt.spec) !== 'speculation.json' ? ` ${opt.spec}${extra}` : ''}` };
   write(path.join(opt.out, `${spec.name}.md`), markdown(spec, rows, meta));
   write(path.join(opt.out, `${spec.name}.svg`), svg(spec, rows));
   write(path.join(opt.out, `${spec.name}.json`), JSON.stringify({ meta, results, rows }, null, 2));
