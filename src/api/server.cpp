@@ -5,6 +5,7 @@
 #include "api/ollama_request.h"
 #include "api/ollama_response.h"
 #include "api/model_catalog.h"
+#include "api/model_pull.h"
 #include "api/memory_report.h"
 #include "memory/ledger.h"
 #include "metrics/registry.h"
@@ -310,6 +311,9 @@ void Server::register_routes() {
         writer.commit(digest);
         res.status = 201;
     });
+    s.Post("/api/pull", json_route([this](const httplib::Request & req, httplib::Response & res, const json & body) {
+        serve_pull(store_, req, res, body);
+    }));
     s.Delete("/api/delete", json_route([this](const httplib::Request &, httplib::Response & res, const json & body) {
         auto name = opt_string(body, "model");
         if (!name) name = opt_string(body, "name");

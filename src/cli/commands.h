@@ -15,5 +15,6 @@ int cmd_show(const Args & args);
 int cmd_ps(const Args & args);
 int cmd_rm(const Args & args);
 int cmd_cp(const Args & args);
+int cmd_pull(const Args & args);
 
 } // namespace specd::cli

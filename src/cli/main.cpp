@@ -21,6 +21,7 @@ void usage() {
         "  ps                       list loaded models\n"
         "  rm MODEL...              remove models\n"
         "  cp SOURCE DESTINATION    copy a model\n"
+        "  pull NAME [--insecure]   download a model from a registry (hf.co/USER/REPO:QUANT too)\n"
         "  version                  print the version\n",
         stderr);
 }
@@ -42,6 +43,7 @@ int main(int argc, char ** argv) {
     if (cmd == "ps") return specd::cli::cmd_ps(args);
     if (cmd == "rm") return specd::cli::cmd_rm(args);
     if (cmd == "cp") return specd::cli::cmd_cp(args);
+    if (cmd == "pull") return specd::cli::cmd_pull(args);
     if (cmd == "version" || cmd == "--version" || cmd == "-v") {
         std::printf("specd version %s\n", SPECD_VERSION);
         return 0;

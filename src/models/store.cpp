@@ -11,6 +11,8 @@
 // POSIX for fsync: the standard library cannot make a write durable before the rename that
 // publishes it, and without that a crash can leave a renamed but empty file.
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace specd::models {
@@ -20,9 +22,14 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view k_temp_prefix = ".tmp-";
+// A pull's partial download (Store::resume_blob): a temp file named by its digest, so the
+// next pull of that blob continues it.
+constexpr std::string_view k_partial_prefix = ".tmp-partial-";
 // A temp file untouched this long belongs to no live writer (a writer copying a large blob
 // touches its file continuously), so it is safe to delete on open.
 constexpr auto   k_stale_temp_age   = std::chrono::minutes(10);
+// A partial download is worth keeping much longer: the pull may be retried tomorrow.
+constexpr auto   k_stale_partial_age = std::chrono::hours(24 * 7);
 constexpr size_t k_copy_chunk       = 1u << 20;
 constexpr size_t k_max_manifest_len = 4u << 20;
 // Unreferenced blobs younger than this may belong to another process's write in progress.
@@ -201,18 +208,21 @@ BlobWriter::BlobWriter(BlobWriter && other) noexcept
       fd_(other.fd_),
       size_(other.size_),
       hash_(other.hash_),
-      done_(other.done_) {
+      done_(other.done_),
+      keep_(other.keep_) {
     other.fd_   = -1;
     other.done_ = true;
 }
 
 BlobWriter::~BlobWriter() {
-    if (fd_ >= 0) {
-        ::close(fd_);
-    }
-    if (!done_) {
+    // Removed before it is closed: closing releases a resumable file's lock, and the next
+    // writer must not take over a file that is about to go.
+    if (!done_ && !keep_) {
         std::error_code ec;
         fs::remove(temp_, ec);
+    }
+    if (fd_ >= 0) {
+        ::close(fd_);
     }
 }
 
@@ -225,18 +235,49 @@ void BlobWriter::write(const void * data, size_t size) {
     size_ += size;
 }
 
+std::string BlobWriter::digest() const {
+    Sha256 copy = hash_;
+    return copy.finish_digest();
+}
+
+void BlobWriter::restart() {
+    if (done_) {
+        throw error(ErrorKind::internal, "blob writer used after commit");
+    }
+    if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) < 0) {
+        throw io_error("cannot write to the model store", errno);
+    }
+    hash_.reset();
+    size_ = 0;
+}
+
+void BlobWriter::discard() {
+    if (done_) {
+        return;
+    }
+    done_ = true;
+    std::error_code ec;
+    fs::remove(temp_, ec);
+    if (fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
+}
+
 std::string BlobWriter::commit(std::optional<std::string_view> expected) {
     if (done_) {
         throw error(ErrorKind::internal, "blob writer committed twice");
     }
     done_ = true; // from here on, every path removes or publishes the temp file itself
+    // The file goes (or is renamed) before it is closed: closing releases a resumable
+    // file's lock, and a waiting writer checks that the file it locked is still the temp.
     auto discard = [&] {
+        std::error_code ec;
+        fs::remove(temp_, ec);
         if (fd_ >= 0) {
             ::close(fd_);
             fd_ = -1;
         }
-        std::error_code ec;
-        fs::remove(temp_, ec);
     };
     const std::string digest = hash_.finish_digest();
     if (expected) {
@@ -251,8 +292,6 @@ std::string BlobWriter::commit(std::optional<std::string_view> expected) {
         discard();
         throw io_error("cannot sync the model store", err);
     }
-    ::close(fd_);
-    fd_ = -1;
 
     const fs::path  target = store_->blob_path(digest);
     std::error_code ec;
@@ -268,6 +307,8 @@ std::string BlobWriter::commit(std::optional<std::string_view> expected) {
         discard();
         throw io_error("cannot store blob " + digest, ec);
     }
+    ::close(fd_);
+    fd_ = -1;
     fsync_dir(target.parent_path());
     return digest;
 }
@@ -319,10 +360,29 @@ void Store::remove_stale_temp_files() const {
     std::error_code ec;
     auto            sweep = [&](const fs::directory_entry & entry) {
         std::error_code e;
-        if (is_temp_name(entry.path()) && entry.is_regular_file(e) &&
-            now - entry.last_write_time(e) > k_stale_temp_age && !e) {
-            fs::remove(entry.path(), e);
+        if (!is_temp_name(entry.path()) || !entry.is_regular_file(e)) {
+            return;
         }
+        const bool partial = entry.path().filename().string().starts_with(k_partial_prefix);
+        const auto age     = now - entry.last_write_time(e);
+        if (e || age <= (partial ? fs::file_time_type::duration(k_stale_partial_age)
+                                 : fs::file_time_type::duration(k_stale_temp_age))) {
+            return;
+        }
+        if (partial) {
+            // A pull in another process may hold it (a stalled download is not touched).
+            const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
+            if (fd < 0) {
+                return;
+            }
+            const bool locked = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+            if (!locked) {
+                fs::remove(entry.path(), e);
+            }
+            ::close(fd);
+            return;
+        }
+        fs::remove(entry.path(), e);
     };
     for (const auto & entry : fs::directory_iterator(blobs_dir_, ec)) {
         sweep(entry);
@@ -336,6 +396,63 @@ void Store::remove_stale_temp_files() const {
 BlobWriter Store::begin_blob() {
     const fs::path temp = temp_path_in(blobs_dir_);
     return BlobWriter(*this, temp, open_temp(temp));
+}
+
+std::optional<BlobWriter> Store::resume_blob(std::string_view digest) {
+    const fs::path target = blob_path(digest); // validates
+    const fs::path temp   = blobs_dir_ / (std::string(k_partial_prefix) + target.filename().string());
+    for (;;) {
+        if (has_blob(digest)) {
+            // A leftover partial download of it is useless; one a writer holds is its own.
+            if (const int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+                if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+                    std::error_code ec;
+                    fs::remove(temp, ec);
+                }
+                ::close(fd);
+            }
+            return std::nullopt;
+        }
+        const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            throw io_error("cannot create a file in the model store", errno);
+        }
+        BlobWriter writer(*this, temp, fd);
+        writer.keep_ = true;
+        while (::flock(fd, LOCK_EX) != 0) {
+            if (errno != EINTR) {
+                throw io_error("cannot lock a download in the model store", errno);
+            }
+        }
+        // The writer we waited for may have committed or removed the file since we opened it.
+        struct stat held {}, now {};
+        if (::fstat(fd, &held) != 0 || ::stat(temp.c_str(), &now) != 0 || held.st_dev != now.st_dev ||
+            held.st_ino != now.st_ino) {
+            writer.done_ = true; // not ours to remove
+            continue;
+        }
+        if (has_blob(digest)) {
+            writer.discard(); // a leftover next to the finished blob
+            return std::nullopt;
+        }
+        // Hash what an earlier attempt left, to continue the digest from there.
+        std::vector<char> buf(k_copy_chunk);
+        for (;;) {
+            const ssize_t n = ::pread(fd, buf.data(), buf.size(), off_t(writer.size_));
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n < 0) {
+                throw io_error("cannot read a partial download", errno);
+            }
+            if (n == 0) {
+                break;
+            }
+            writer.hash_.update(buf.data(), size_t(n));
+            writer.size_ += uint64_t(n);
+        }
+        return std::optional<BlobWriter>(std::move(writer));
+    }
 }
 
 fs::path Store::blob_path(std::string_view digest) const {

@@ -5,7 +5,8 @@
 // Invariants:
 // - Every write goes to a ".tmp-*" file in the target's directory and is renamed into
 //   place after an fsync, so a crash leaves either the old file or the new one. Leftover
-//   temp files are invisible to readers and removed by the next Store opened on the root.
+//   temp files are invisible to readers and removed by the next Store opened on the root
+//   (a pull's partial download, resume_blob(), after a week without being touched).
 // - Blobs are written before the manifest that references them; garbage collection runs
 //   only while no writer in this process is between the two (see WriteGuard).
 // - Digests and names are validated before they become paths; error messages name files by
@@ -90,7 +91,8 @@ class Store;
 
 // Writes one blob: bytes go to a temp file while they are hashed; commit() checks the digest
 // (when one is expected, as for a pull) and renames the file into place. Destroying an
-// uncommitted writer removes its temp file.
+// uncommitted writer removes its temp file, except a resumable one (Store::resume_blob),
+// whose bytes stay for the next attempt.
 class BlobWriter {
   public:
     BlobWriter(BlobWriter && other) noexcept;
@@ -99,7 +101,14 @@ class BlobWriter {
 
     void     write(const void * data, size_t size);
     void     write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
+    // Bytes in the temp file (for a resumed writer, those found there count too).
     uint64_t size() const { return size_; }
+    // "sha256:<hex>" of the bytes so far; the writer stays usable.
+    std::string digest() const;
+    // Drops every byte written so far (a resumed download the server will not continue).
+    void        restart();
+    // Removes the temp file now, resumable or not; the writer is finished.
+    void        discard();
 
     // Returns the canonical digest. Throws StoreError(bad_request) when `expected` is given
     // and does not match (the temp file is removed).
@@ -115,6 +124,7 @@ class BlobWriter {
     uint64_t              size_ = 0;
     Sha256                hash_;
     bool                  done_ = false;
+    bool                  keep_ = false; // resumable: an uncommitted temp file outlives the writer
 };
 
 class Store {
@@ -144,6 +154,12 @@ class Store {
 
     // --- blobs
     BlobWriter  begin_blob();
+    // A resumable download of `digest` (validated first): bytes go to
+    // blobs/.tmp-partial-sha256-<hex>, which stays when the writer is dropped uncommitted, so
+    // the next call appends to what is there (those bytes are hashed again first). The file
+    // is locked while the writer lives: a second writer of the same digest, in this process
+    // or another, waits for the first. nullopt when the blob is stored by then.
+    std::optional<BlobWriter> resume_blob(std::string_view digest);
     std::string put_blob_from_file(const std::filesystem::path & src);
     std::string put_blob_from_bytes(std::string_view bytes);
     // Validates the digest first (StoreError bad_request), then joins it to the blob dir.
@@ -181,6 +197,7 @@ class Store {
 
   private:
     friend class BlobWriter;
+    friend class Pull; // frees the blobs of the manifest a pull replaces (collect_replaced)
 
     std::optional<std::filesystem::path> find_manifest_file(const ModelName & name) const;
     std::optional<std::string>           read_manifest_bytes(const ModelName & name) const;

@@ -615,3 +615,104 @@ TEST_F(StoreTest, DraftCheckRunsBeforeWriting) {
     opts.check_draft = [&](const fs::path &, const fs::path &) {};
     EXPECT_NO_THROW(create("pair", "FROM ./tiny.gguf\nDRAFT ./draft.gguf\n", opts));
 }
+
+// --- resumable downloads (pull)
+
+namespace {
+
+fs::path partial_path(const fs::path & root, const std::string & digest) {
+    return root / "blobs" / (".tmp-partial-sha256-" + digest.substr(7));
+}
+
+} // namespace
+
+TEST_F(StoreTest, ResumedBlobKeepsItsBytesAcrossWriters) {
+    const std::string body   = "0123456789abcdefghij";
+    const std::string digest = sha256_digest(body);
+    {
+        auto w = store_->resume_blob(digest);
+        ASSERT_TRUE(w);
+        EXPECT_EQ(w->size(), 0u);
+        w->write(body.substr(0, 7));
+        EXPECT_EQ(w->digest(), sha256_digest(body.substr(0, 7)));
+    } // dropped uncommitted, as a broken transfer leaves it
+    EXPECT_EQ(read_file(partial_path(root_, digest)), body.substr(0, 7));
+    EXPECT_FALSE(store_->has_blob(digest));
+    EXPECT_TRUE(store_->list().empty());
+
+    auto w = store_->resume_blob(digest);
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->size(), 7u);
+    EXPECT_EQ(w->digest(), sha256_digest(body.substr(0, 7)));
+    w->write(body.substr(7));
+    EXPECT_EQ(w->commit(digest), digest);
+    EXPECT_EQ(read_file(store_->blob_path(digest)), body);
+    EXPECT_FALSE(fs::exists(partial_path(root_, digest)));
+}
+
+TEST_F(StoreTest, ResumedBlobRestartDiscardAndMismatch) {
+    const std::string body   = "the real bytes";
+    const std::string digest = sha256_digest(body);
+    {
+        auto w = store_->resume_blob(digest);
+        w->write("garbage");
+        w->restart();
+        EXPECT_EQ(w->size(), 0u);
+        w->write(body);
+        EXPECT_EQ(w->digest(), digest);
+        w->discard();
+    }
+    EXPECT_FALSE(fs::exists(partial_path(root_, digest)));
+    {
+        auto w = store_->resume_blob(digest);
+        w->write("tampered bytes");
+        EXPECT_EQ(error_of([&] { w->commit(digest); }).first, ErrorKind::bad_request);
+    }
+    EXPECT_FALSE(fs::exists(partial_path(root_, digest)));
+    EXPECT_FALSE(store_->has_blob(digest));
+    EXPECT_EQ(count_files(root_ / "blobs"), 0u);
+}
+
+TEST_F(StoreTest, ResumeBlobValidatesAndSkipsStoredBlobs) {
+    EXPECT_EQ(error_of([&] { store_->resume_blob("sha256:../../etc/passwd"); }).first, ErrorKind::bad_request);
+    EXPECT_EQ(error_of([&] { store_->resume_blob("sha256-../x"); }).first, ErrorKind::bad_request);
+    EXPECT_EQ(count_files(root_), 0u);
+
+    const std::string digest = store_->put_blob_from_bytes("stored");
+    write_file(partial_path(root_, digest), "sto"); // a leftover next to it
+    EXPECT_FALSE(store_->resume_blob(digest));
+    EXPECT_FALSE(fs::exists(partial_path(root_, digest)));
+}
+
+TEST_F(StoreTest, SecondWriterOfOneDigestWaitsForTheFirst) {
+    const std::string body   = "shared layer";
+    const std::string digest = sha256_digest(body);
+    auto              first  = store_->resume_blob(digest);
+    ASSERT_TRUE(first);
+    std::atomic<bool> returned{false};
+    bool              second_got_writer = true;
+    std::thread second([&] {
+        second_got_writer = store_->resume_blob(digest).has_value();
+        returned          = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_FALSE(returned) << "the second writer must wait for the lock";
+    first->write(body);
+    first->commit(digest);
+    second.join();
+    EXPECT_TRUE(returned);
+    EXPECT_FALSE(second_got_writer) << "the blob was stored by the first writer";
+    EXPECT_FALSE(fs::exists(partial_path(root_, digest)));
+    EXPECT_EQ(read_file(store_->blob_path(digest)), body);
+}
+
+TEST_F(StoreTest, StalePartialDownloadsAreKeptForAWeek) {
+    const std::string a = sha256_digest("a"), b = sha256_digest("b");
+    { store_->resume_blob(a)->write("a-part"); }
+    { store_->resume_blob(b)->write("b-part"); }
+    backdate(partial_path(root_, a), std::chrono::hours(2));
+    backdate(partial_path(root_, b), std::chrono::hours(24 * 8));
+    store_ = std::make_unique<Store>(root_);
+    EXPECT_TRUE(fs::exists(partial_path(root_, a))) << "older than a plain temp file's limit, still resumable";
+    EXPECT_FALSE(fs::exists(partial_path(root_, b)));
+}

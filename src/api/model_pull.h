@@ -1,0 +1,22 @@
+#pragma once
+// POST /api/pull: {model, insecure?, stream?}. The name is checked and the manifest fetched
+// before the answer starts, so a bad name is a 400 and an unknown model a 404; then Ollama's
+// status lines stream as NDJSON (a failure after that is a last {"error"} line), or one
+// {"status":"success"} object with stream false. A client that goes away cancels the pull
+// (its partial downloads are kept for the next one).
+#include "api/json_input.h"
+#include "models/store.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+} // namespace httplib
+
+namespace specd::api {
+
+// One status line as Ollama writes it (digest, total and completed left out when empty).
+json pull_progress_json(const std::string & status, const std::string & digest, uint64_t total, uint64_t completed);
+
+void serve_pull(models::Store & store, const httplib::Request & req, httplib::Response & res, const json & body);
+
+} // namespace specd::api

@@ -1,0 +1,50 @@
+#pragma once
+// GETs from an OCI distribution registry (cpp-httplib): a manifest, capped in size, and
+// blobs streamed to a callback, from an offset with a Range request. Redirects are followed
+// (registries send blobs to a CDN). https needs a build with TLS support; without it an
+// https registry is a clear error, not a failed connection.
+#include "models/registry_ref.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace httplib {
+class Client;
+}
+
+namespace specd::models {
+
+// False when this build's HTTP client has no TLS (cpp-httplib without OpenSSL).
+bool registry_tls_supported();
+
+class RegistryClient {
+  public:
+    // Throws specd::Error(bad_request) for an https registry in a build without TLS.
+    explicit RegistryClient(const RegistryRef & ref);
+    ~RegistryClient();
+    RegistryClient(const RegistryClient &)             = delete;
+    RegistryClient & operator=(const RegistryClient &) = delete;
+
+    // The manifest's bytes. Throws specd::Error: not_found when the registry has no such
+    // model or tag, internal for any other failure (unreachable, HTTP error, larger than
+    // max_bytes).
+    std::string get_manifest(size_t max_bytes);
+
+    // Streams a blob from `offset` (a Range request when it is not 0). on_start(from_zero)
+    // runs before the first byte: from_zero is true when the registry ignored the range and
+    // sends the whole blob. on_data receives the bytes; an exception from either callback
+    // ends the transfer and is rethrown. Returns normally when the response ended (possibly
+    // short: the caller checks the size); throws specd::Error(internal) for an HTTP error or
+    // a broken connection.
+    void get_blob(std::string_view digest, uint64_t offset, const std::function<void(bool from_zero)> & on_start,
+                  const std::function<void(const char * data, size_t size)> & on_data);
+
+  private:
+    RegistryRef                      ref_;
+    std::unique_ptr<httplib::Client> http_;
+};
+
+} // namespace specd::models
