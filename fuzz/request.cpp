@@ -1,9 +1,12 @@
 // /api/generate and /api/chat bodies -> GenerateRequest, as the server decodes them: the body,
 // the model name, the fields, `format` -> grammar, keep_alive and the options merged over the
-// model's. Every rejection must be specd::Error(bad_request); any other exception (it escapes
-// and aborts), a crash or undefined behaviour is a finding.
+// model's; the same body as /v1/chat/completions and /v1/completions. Every rejection must be
+// specd::Error(bad_request); any other exception (it escapes and aborts), a crash or undefined
+// behaviour is a finding, and so are OpenAI options that the translation accepted and
+// apply_options then refuses (its errors would name Ollama's fields, not the client's).
 #include "api/json_input.h"
 #include "api/ollama_request.h"
+#include "api/openai_request.h"
 #include "core/error.h"
 #include "models/model_name.h"
 #include "models/parameters.h"
@@ -27,6 +30,23 @@ void decode(const api::json & body, bool chat) {
     }
 }
 
+void decode_openai(const api::json & body, bool chat) {
+    api::OpenAIRequest r;
+    try {
+        r = chat ? api::decode_openai_chat(body) : api::decode_openai_completion(body);
+        models::parse_or_throw(r.decoded.model);
+    } catch (const Error & e) {
+        if (e.kind() != ErrorKind::bad_request) __builtin_trap();
+        return;
+    }
+    r.decoded.request.context.num_ctx = 4096;
+    try {
+        api::apply_options(models::Parameters{}, r.decoded.options, r.decoded.request);
+    } catch (const Error &) {
+        __builtin_trap();
+    }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
@@ -40,5 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     }
     decode(body, false);
     decode(body, true);
+    decode_openai(body, true);
+    decode_openai(body, false);
     return 0;
 }

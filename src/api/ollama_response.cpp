@@ -93,4 +93,16 @@ int http_status(ErrorKind kind) {
     return 500;
 }
 
+json OllamaWriter::error_json(ErrorKind, const std::string & message) const { return error_body(message); }
+
+json OllamaWriter::answer_json(const std::string & text, const scheduler::DoneInfo & done) {
+    return final_chunk(model_, done, chat_, text);
+}
+
+std::string OllamaWriter::chunk_text(const std::string & text) { return ndjson_line(text_chunk(model_, text, chat_)); }
+
+std::string OllamaWriter::chunk_done(const scheduler::DoneInfo & done) { return ndjson_line(final_chunk(model_, done, chat_)); }
+
+std::string OllamaWriter::chunk_error(ErrorKind, const std::string & message) { return ndjson_line(error_body(message)); }
+
 } // namespace specd::api

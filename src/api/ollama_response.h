@@ -1,5 +1,6 @@
 #pragma once
 // Ollama's response objects: streamed chunks, the final object with timings, errors.
+#include "api/generation_writer.h"
 #include "api/json_input.h"
 #include "core/error.h"
 #include "scheduler/job.h"
@@ -24,5 +25,23 @@ std::string ndjson_line(const json & j);
 // A request's speculation counters; accepted_per_position[i] is the rate at draft position i.
 json speculation_json(const spec::DepthStats & stats);
 int  http_status(ErrorKind kind);
+
+// /api/generate (chat false) and /api/chat answers: one object, or NDJSON chunks and the
+// final object; an error after output has started is a last {"error"} line.
+class OllamaWriter final : public GenerationWriter {
+  public:
+    OllamaWriter(std::string model, bool chat) : model_(std::move(model)), chat_(chat) {}
+
+    json         error_json(ErrorKind kind, const std::string & message) const override;
+    json         answer_json(const std::string & text, const scheduler::DoneInfo & done) override;
+    const char * stream_content_type() const override { return "application/x-ndjson"; }
+    std::string  chunk_text(const std::string & text) override;
+    std::string  chunk_done(const scheduler::DoneInfo & done) override;
+    std::string  chunk_error(ErrorKind kind, const std::string & message) override;
+
+  private:
+    std::string model_;
+    bool        chat_;
+};
 
 } // namespace specd::api

@@ -4,6 +4,8 @@
 #include "api/json_input.h"
 #include "api/ollama_request.h"
 #include "api/ollama_response.h"
+#include "api/openai_request.h"
+#include "api/openai_response.h"
 #include "api/model_catalog.h"
 #include "api/model_pull.h"
 #include "api/memory_report.h"
@@ -29,15 +31,22 @@ void send_error(httplib::Response & res, ErrorKind kind, const std::string & mes
     send_json(res, http_status(kind), error_body(message));
 }
 
+// /v1 is OpenAI's API: its refusals, access checks included, are in OpenAI's error shape.
+bool is_openai_route(const httplib::Request & req) { return req.path.rfind("/v1/", 0) == 0; }
+
+json refusal_body(const httplib::Request & req, int status, const std::string & message) {
+    return is_openai_route(req) ? openai_error_json(status, message) : error_body(message);
+}
+
 // Blob uploads stream to disk whatever their size; every other body is read into memory
 // whole, so it is capped at max_body_bytes.
 bool is_blob_upload(const httplib::Request & req) {
     return req.method == "POST" && req.path.rfind("/api/blobs/", 0) == 0;
 }
 
-void send_body_too_large(httplib::Response & res, size_t max_body_bytes) {
-    send_json(res, 413, error_body("request body is larger than " + std::to_string(max_body_bytes) +
-                                   " bytes (the limit, SPECD_MAX_BODY)"));
+void send_body_too_large(const httplib::Request & req, httplib::Response & res, size_t max_body_bytes) {
+    send_json(res, 413, refusal_body(req, 413, "request body is larger than " + std::to_string(max_body_bytes) +
+                                                   " bytes (the limit, SPECD_MAX_BODY)"));
 }
 
 // A request httplib cannot parse (headers, URI) is answered by httplib itself, and only its
@@ -133,7 +142,7 @@ void Server::register_routes() {
     // `curl -d @big.json` asks before it sends: an oversized body is refused unsent.
     s.set_expect_100_continue_handler([this](const httplib::Request & req, httplib::Response & res) {
         if (is_blob_upload(req) || req.get_header_value_u64("Content-Length") <= cfg_.max_body_bytes) return 100;
-        send_body_too_large(res, cfg_.max_body_bytes);
+        send_body_too_large(req, res, cfg_.max_body_bytes);
         return 413;
     });
     s.set_pre_routing_handler([this](const httplib::Request & req, httplib::Response & res) {
@@ -141,7 +150,7 @@ void Server::register_routes() {
         // A page on another site can make a browser send requests to 127.0.0.1 under a
         // name it controls (DNS rebinding): a loopback-bound server only answers local names.
         if (is_loopback(cfg_.host) && !host_header_allowed(req.get_header_value("Host"))) {
-            send_json(res, 403, error_body("forbidden: the Host header does not name this machine"));
+            send_json(res, 403, refusal_body(req, 403, "forbidden: the Host header does not name this machine"));
             return httplib::Server::HandlerResponse::Handled;
         }
         // Health checks ("/", the version) stay open: they say nothing about models or data.
@@ -149,39 +158,44 @@ void Server::register_routes() {
         if (!cfg_.api_key.empty() && req.method != "OPTIONS" && !health &&
             !api_key_matches(req.get_header_value("Authorization"), cfg_.api_key)) {
             res.set_header("WWW-Authenticate", "Bearer");
-            send_json(res, 401, error_body("unauthorized: a valid API key is required (Authorization: Bearer ...)"));
+            send_json(res, 401, refusal_body(req, 401, "unauthorized: a valid API key is required (Authorization: Bearer ...)"));
             return httplib::Server::HandlerResponse::Handled;
         }
         if (is_blob_upload(req)) return httplib::Server::HandlerResponse::Unhandled;
         if (req.get_header_value_u64("Content-Length") > cfg_.max_body_bytes) {
-            send_body_too_large(res, cfg_.max_body_bytes);
+            send_body_too_large(req, res, cfg_.max_body_bytes);
             return httplib::Server::HandlerResponse::Handled;
         }
         // A chunked body has no length to check here: the JSON routes (POST, DELETE) count
         // it as it arrives (json_route), but httplib would buffer one sent to any other route
         // without a limit.
         if (req.has_header("Transfer-Encoding") && req.method != "POST" && req.method != "DELETE") {
-            send_json(res, 411, error_body("a chunked request body is only accepted by POST and DELETE routes"));
+            send_json(res, 411, refusal_body(req, 411, "a chunked request body is only accepted by POST and DELETE routes"));
             return httplib::Server::HandlerResponse::Handled;
         }
         return httplib::Server::HandlerResponse::Unhandled;
     });
-    s.set_exception_handler([](const httplib::Request &, httplib::Response & res, std::exception_ptr ep) {
+    s.set_exception_handler([](const httplib::Request & req, httplib::Response & res, std::exception_ptr ep) {
         try {
             std::rethrow_exception(ep);
-        } catch (const Error & e) {
-            send_error(res, e.kind(), e.what());
         } catch (const std::exception & e) {
-            send_error(res, ErrorKind::internal, e.what());
+            if (is_openai_route(req)) {
+                const auto [status, body] = openai_error_of(e);
+                send_json(res, status, body);
+            } else if (const auto * err = dynamic_cast<const Error *>(&e)) {
+                send_error(res, err->kind(), err->what());
+            } else {
+                send_error(res, ErrorKind::internal, e.what());
+            }
         }
     });
     s.set_error_handler([](const httplib::Request & req, httplib::Response & res) {
         const std::string refused = t_refused_request == &req ? refusal_message(t_refused_why) : "";
         t_refused_request         = nullptr;
         if (!refused.empty()) {
-            send_json(res, res.status, error_body(refused));
+            send_json(res, res.status, refusal_body(req, res.status, refused));
         } else if (res.body.empty()) {
-            send_json(res, res.status, error_body(res.status == 404 ? "not found" : httplib::status_message(res.status)));
+            send_json(res, res.status, refusal_body(req, res.status, res.status == 404 ? "not found" : httplib::status_message(res.status)));
         }
     });
 
@@ -196,7 +210,7 @@ void Server::register_routes() {
     s.Options(".*", [this](const httplib::Request & req, httplib::Response & res) {
         const auto origin = req.get_header_value("Origin");
         if (origin.empty() || !cors_.allows(origin)) {
-            send_json(res, 403, error_body("origin not allowed"));
+            send_json(res, 403, refusal_body(req, 403, "origin not allowed"));
             return;
         }
         res.set_header("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, HEAD, OPTIONS");
@@ -231,7 +245,7 @@ void Server::register_routes() {
                 return !too_large;
             });
             if (too_large) {
-                send_body_too_large(res, cfg_.max_body_bytes);
+                send_body_too_large(req, res, cfg_.max_body_bytes);
                 return;
             }
             if (!read) throw bad_request("the request body could not be read (bad framing or an unsupported Content-Encoding)");
@@ -239,11 +253,37 @@ void Server::register_routes() {
         };
     };
 
-    s.Post("/api/generate", json_route([this](const httplib::Request & req, httplib::Response & res, const json & body) {
-        serve_generation(req, res, decode_generate(body), false);
+    const auto ollama_writer = [](bool chat) -> WriterFactory {
+        return [chat](const std::string & model) { return std::make_unique<OllamaWriter>(model, chat); };
+    };
+    s.Post("/api/generate", json_route([this, ollama_writer](const httplib::Request & req, httplib::Response & res, const json & body) {
+        serve_generation(req, res, decode_generate(body), ollama_writer(false));
     }));
-    s.Post("/api/chat", json_route([this](const httplib::Request & req, httplib::Response & res, const json & body) {
-        serve_generation(req, res, decode_chat(body), true);
+    s.Post("/api/chat", json_route([this, ollama_writer](const httplib::Request & req, httplib::Response & res, const json & body) {
+        serve_generation(req, res, decode_chat(body), ollama_writer(true));
+    }));
+
+    // The OpenAI-compatible subset: the same requests as /api/chat and /api/generate, answered
+    // in OpenAI's shapes (errors too: see is_openai_route).
+    const auto openai_writer = [](OpenAIEndpoint endpoint, bool include_usage) -> WriterFactory {
+        return [=](const std::string & model) { return std::make_unique<OpenAIWriter>(endpoint, model, include_usage); };
+    };
+    s.Post("/v1/chat/completions", json_route([this, openai_writer](const httplib::Request & req, httplib::Response & res, const json & body) {
+        OpenAIRequest r = decode_openai_chat(body);
+        serve_generation(req, res, std::move(r.decoded), openai_writer(OpenAIEndpoint::chat, r.include_usage));
+    }));
+    s.Post("/v1/completions", json_route([this, openai_writer](const httplib::Request & req, httplib::Response & res, const json & body) {
+        OpenAIRequest r = decode_openai_completion(body);
+        serve_generation(req, res, std::move(r.decoded), openai_writer(OpenAIEndpoint::completion, r.include_usage));
+    }));
+    s.Get("/v1/models", [this](const httplib::Request &, httplib::Response & res) {
+        send_json(res, 200, openai_model_list(store_));
+    });
+    s.Get(R"(/v1/models/(.+))", [this](const httplib::Request & req, httplib::Response & res) {
+        send_json(res, 200, openai_model(store_, req.matches[1].str()));
+    });
+    s.Post("/v1/embeddings", json_route([](const httplib::Request &, httplib::Response & res, const json &) {
+        send_json(res, 501, openai_error_json(501, "embeddings are not implemented yet by this server"));
     }));
     s.Get("/api/tags", [this](const httplib::Request &, httplib::Response & res) {
         send_json(res, 200, catalog_tags(store_));
@@ -327,7 +367,8 @@ void Server::register_routes() {
     }));
 }
 
-void Server::serve_generation(const httplib::Request & req, httplib::Response & res, DecodedRequest d, bool chat) {
+void Server::serve_generation(const httplib::Request & req, httplib::Response & res, DecodedRequest d,
+                              const WriterFactory & make_writer) {
     const ServedModel m = catalog_resolve(store_, d.model);
     if (!m.files.projector && !d.request.prompt.all_images().empty()) {
         throw bad_request("model \"" + m.files.name + "\" does not support images (it has no vision projector)");
@@ -337,23 +378,26 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
     apply_options(m.params, d.options, d.request);
     if (cfg_.no_draft) d.request.generate.draft_num_predict = 0;
 
+    std::shared_ptr<GenerationWriter> writer = make_writer(m.files.name);
     auto        job = scheduler_.submit(std::move(d.request));
     EventWaiter waiter(*job, [&req] { return req.is_connection_closed(); });
     auto        first = waiter.next();
     if (!first) return; // the client left; its job is cancelled
     if (first->kind == scheduler::Event::Kind::error) {
-        send_error(res, first->error, first->text);
+        send_json(res, http_status(first->error), writer->error_json(first->error, first->text));
         return;
     }
-    const std::string model = m.files.name;
 
     if (!d.stream) {
         std::string text;
         std::optional<scheduler::Event> e = std::move(first);
         for (; e; e = waiter.next()) {
             if (e->kind == scheduler::Event::Kind::text) { text += e->text; continue; }
-            if (e->kind == scheduler::Event::Kind::error) { send_error(res, e->error, e->text); return; }
-            send_json(res, 200, final_chunk(model, e->done, chat, text));
+            if (e->kind == scheduler::Event::Kind::error) {
+                send_json(res, http_status(e->error), writer->error_json(e->error, e->text));
+                return;
+            }
+            send_json(res, 200, writer->answer_json(text, e->done));
             return;
         }
         return;
@@ -362,8 +406,8 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
     res.status = 200;
     auto pending = std::make_shared<std::optional<scheduler::Event>>(std::move(first));
     res.set_chunked_content_provider(
-        "application/x-ndjson",
-        [job, pending, model, chat](size_t, httplib::DataSink & sink) {
+        writer->stream_content_type(),
+        [job, pending, writer](size_t, httplib::DataSink & sink) {
             std::optional<scheduler::Event> e = std::move(*pending);
             pending->reset();
             if (!e) e = job->events.pop(k_poll);
@@ -371,14 +415,14 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
                 if (!sink.is_writable()) { job->cancel = true; return false; }
                 return true;
             }
-            std::string line;
+            std::string out;
             bool        last = false;
             switch (e->kind) {
-                case scheduler::Event::Kind::text:  line = ndjson_line(text_chunk(model, e->text, chat)); break;
-                case scheduler::Event::Kind::done:  line = ndjson_line(final_chunk(model, e->done, chat)); last = true; break;
-                case scheduler::Event::Kind::error: line = ndjson_line(error_body(e->text)); last = true; break;
+                case scheduler::Event::Kind::text:  out = writer->chunk_text(e->text); break;
+                case scheduler::Event::Kind::done:  out = writer->chunk_done(e->done); last = true; break;
+                case scheduler::Event::Kind::error: out = writer->chunk_error(e->error, e->text); last = true; break;
             }
-            if (!sink.write(line.data(), line.size())) { job->cancel = true; return false; }
+            if (!sink.write(out.data(), out.size())) { job->cancel = true; return false; }
             if (last) sink.done();
             return true;
         },

@@ -1,11 +1,14 @@
 #pragma once
-// The HTTP server: Ollama's routes over the scheduler and the model store.
+// The HTTP server: Ollama's routes and the OpenAI-compatible /v1 subset over the scheduler
+// and the model store.
 #include "api/cors.h"
+#include "api/generation_writer.h"
 #include "api/ollama_request.h"
 #include "cache/prompt_cache.h"
 #include "models/store.h"
 #include "scheduler/scheduler.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -44,7 +47,10 @@ class Server {
 
   private:
     void register_routes();
-    void serve_generation(const httplib::Request & req, httplib::Response & res, DecodedRequest d, bool chat);
+    // Given the resolved model's name, the writer that shapes the answer (Ollama or OpenAI).
+    using WriterFactory = std::function<std::unique_ptr<GenerationWriter>(const std::string & model)>;
+    void serve_generation(const httplib::Request & req, httplib::Response & res, DecodedRequest d,
+                          const WriterFactory & make_writer);
 
     ServerConfig                     cfg_;
     models::Store                    store_;

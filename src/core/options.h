@@ -54,6 +54,7 @@ struct GenerateOptions {
 // Counts and timings of one generation, as Ollama's final object reports them.
 struct GenerateStats {
     int32_t prompt_eval_count = 0; // prompt tokens evaluated (not counting reused ones)
+    int32_t prompt_count      = 0; // prompt positions, reused ones and images included
     int64_t prompt_eval_ns    = 0;
     int32_t eval_count        = 0; // tokens generated
     int64_t eval_ns           = 0;

@@ -210,6 +210,7 @@ int32_t Session::prefill(const MultimodalPrompt & prompt, const std::atomic<bool
         cached_.insert(cached_.end(), tokens.begin() + cached_.size(), tokens.begin() + i);
     }
     stats.prompt_eval_count = static_cast<int32_t>(tokens.size() - common);
+    stats.prompt_count      = static_cast<int32_t>(tokens.size());
     return last_idx;
 }
 

@@ -1,0 +1,151 @@
+#include "api/openai_response.h"
+
+#include "api/ollama_response.h"
+#include "api/openai_request.h"
+#include "engine/utf8_stream.h"
+
+#include <chrono>
+#include <random>
+
+namespace specd::api {
+
+namespace {
+
+int64_t unix_seconds(std::chrono::system_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+// 24 random hex digits: ids only need to be unique, not secret.
+std::string random_hex() {
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    static constexpr char        digits[] = "0123456789abcdef";
+    std::string                  out(24, '0');
+    for (size_t i = 0; i < out.size(); i += 16) {
+        uint64_t bits = rng();
+        for (size_t j = i; j < std::min(out.size(), i + 16); ++j, bits >>= 4) out[j] = digits[bits & 15];
+    }
+    return out;
+}
+
+const char * error_type(int status) {
+    if (status == 404) return "not_found_error";
+    if (status >= 400 && status < 500) return "invalid_request_error";
+    return "api_error";
+}
+
+json model_object(const models::StoreEntry & e) {
+    return {{"id", e.name.display()}, {"object", "model"}, {"created", unix_seconds(e.modified)}, {"owned_by", e.name.ns}};
+}
+
+} // namespace
+
+json openai_error_json(int status, const std::string & message, const json & param, const json & code) {
+    // Messages can quote client input; keep the body valid UTF-8 JSON whatever it held.
+    return {{"error", {{"message", engine::sanitize_utf8(message)}, {"type", error_type(status)}, {"param", param}, {"code", code}}}};
+}
+
+std::pair<int, json> openai_error_of(const std::exception & e) {
+    const auto * err = dynamic_cast<const Error *>(&e);
+    if (!err) return {500, openai_error_json(500, e.what())};
+    const int status = http_status(err->kind());
+    json      param  = nullptr;
+    if (const auto * pe = dynamic_cast<const ParamError *>(err)) param = pe->param();
+    json code = nullptr;
+    if (err->kind() == ErrorKind::not_found) code = "model_not_found";
+    if (err->kind() == ErrorKind::busy) code = "server_busy";
+    return {status, openai_error_json(status, err->what(), param, code)};
+}
+
+const char * openai_finish_reason(DoneReason reason) { return reason == DoneReason::length ? "length" : "stop"; }
+
+json openai_usage(const scheduler::DoneInfo & done) {
+    const int64_t prompt     = done.stats.prompt_count;
+    const int64_t completion = done.stats.eval_count;
+    return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+}
+
+std::string sse_event(const json & j) { return "data: " + serialise(j) + "\n\n"; }
+
+OpenAIWriter::OpenAIWriter(OpenAIEndpoint endpoint, std::string model, bool include_usage) :
+    endpoint_(endpoint), model_(std::move(model)), include_usage_(include_usage),
+    id_((endpoint == OpenAIEndpoint::chat ? "chatcmpl-" : "cmpl-") + random_hex()),
+    created_(unix_seconds(std::chrono::system_clock::now())) {}
+
+json OpenAIWriter::error_json(ErrorKind kind, const std::string & message) const {
+    const int status = http_status(kind);
+    return openai_error_json(status, message, nullptr,
+                             kind == ErrorKind::busy ? json("server_busy") : kind == ErrorKind::not_found ? json("model_not_found") : json());
+}
+
+json OpenAIWriter::answer_json(const std::string & text, const scheduler::DoneInfo & done) {
+    json choice = {{"index", 0}};
+    if (endpoint_ == OpenAIEndpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+    else choice["text"] = text;
+    choice["logprobs"]      = nullptr;
+    choice["finish_reason"] = openai_finish_reason(done.reason);
+    return {{"id", id_},
+            {"object", endpoint_ == OpenAIEndpoint::chat ? "chat.completion" : "text_completion"},
+            {"created", created_},
+            {"model", model_},
+            {"system_fingerprint", "specd"},
+            {"choices", json::array({std::move(choice)})},
+            {"usage", openai_usage(done)}};
+}
+
+json OpenAIWriter::chunk(const std::string & text, const char * finish_reason) {
+    json choice = {{"index", 0}};
+    if (endpoint_ == OpenAIEndpoint::chat) {
+        json delta = json::object();
+        if (!role_sent_) delta["role"] = "assistant";
+        if (!finish_reason) delta["content"] = text;
+        role_sent_      = true;
+        choice["delta"] = std::move(delta);
+    } else {
+        choice["text"] = text;
+    }
+    choice["logprobs"]      = nullptr;
+    choice["finish_reason"] = finish_reason ? json(finish_reason) : json();
+    json j = {{"id", id_},
+              {"object", endpoint_ == OpenAIEndpoint::chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", created_},
+              {"model", model_},
+              {"system_fingerprint", "specd"},
+              {"choices", json::array({std::move(choice)})}};
+    // With include_usage every chunk has the field, null until the last one (OpenAI's form).
+    if (include_usage_) j["usage"] = nullptr;
+    return j;
+}
+
+std::string OpenAIWriter::chunk_text(const std::string & text) { return sse_event(chunk(text, nullptr)); }
+
+std::string OpenAIWriter::chunk_done(const scheduler::DoneInfo & done) {
+    std::string out = sse_event(chunk("", openai_finish_reason(done.reason)));
+    if (include_usage_) {
+        json last       = chunk("", nullptr);
+        last["choices"] = json::array();
+        last["usage"]   = openai_usage(done);
+        out += sse_event(last);
+    }
+    return out + "data: [DONE]\n\n";
+}
+
+std::string OpenAIWriter::chunk_error(ErrorKind kind, const std::string & message) {
+    // OpenAI's clients raise an error event's `error` object as an APIError.
+    return sse_event(error_json(kind, message));
+}
+
+json openai_model_list(const models::Store & store) {
+    json data = json::array();
+    for (const auto & e : store.list()) data.push_back(model_object(e));
+    return {{"object", "list"}, {"data", std::move(data)}};
+}
+
+json openai_model(const models::Store & store, const std::string & name) {
+    const models::ModelName wanted = models::parse_or_throw(name);
+    for (const auto & e : store.list()) {
+        if (e.name == wanted) return model_object(e);
+    }
+    throw Error(ErrorKind::not_found, "model \"" + name + "\" not found");
+}
+
+} // namespace specd::api
