@@ -1,5 +1,7 @@
 #include "api/model_catalog.h"
 
+#include "templates/ollama_prompt.h"
+
 #include "api/ollama_response.h"
 #include "engine/gguf_info.h"
 
@@ -52,7 +54,6 @@ std::string bare_digest(const std::string & digest) {
 ServedModel catalog_resolve(const models::Store & store, const std::string & name) {
     const auto                  parsed = parse_name(name);
     const models::ResolvedModel r      = resolve_or_404(store, parsed, name);
-    if (r.template_text) throw bad_request("model \"" + name + "\" has a TEMPLATE, which is not supported yet");
     ServedModel m;
     m.files.name   = parsed.display();
     m.files.gguf   = r.model_gguf;
@@ -60,6 +61,7 @@ ServedModel catalog_resolve(const models::Store & store, const std::string & nam
     m.files.system = r.system;
     m.files.draft  = r.draft;
     m.files.projector = r.projector;
+    m.files.template_text = r.template_text;
     m.params       = r.params;
     return m;
 }
@@ -203,6 +205,8 @@ void check_draft_vocab(const std::filesystem::path & model_gguf, const std::file
 
 models::CreateOptions create_options(std::function<void(const std::string &)> progress) {
     models::CreateOptions opts;
+    opts.allow_template = true;
+    opts.check_template = [](const std::string & text) { templates::parse_ollama_template(text); };
     opts.describe    = describe_gguf;
     opts.check_draft = check_draft_vocab;
     opts.progress    = std::move(progress);

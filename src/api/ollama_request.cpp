@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "grammar/json_schema.h"
+#include "templates/ollama_prompt.h"
 
 #include <cmath>
 #include <cstdio>
@@ -31,9 +32,6 @@ void check_sampling_range(const char * name, const std::optional<double> & v, do
 }
 
 void reject_unimplemented(const json & body, PromptSpec::Kind kind) {
-    if (auto it = body.find("template"); it != body.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) {
-        throw bad_request("template (Ollama Go templates) is not supported yet by this server");
-    }
     if (auto it = body.find("think"); it != body.end() && !it->is_null()) {
         if (!(it->is_boolean() || it->is_string())) throw bad_request("think must be a boolean or \"low\", \"medium\", \"high\"");
         if (!(it->is_boolean() && !it->get<bool>())) throw bad_request("think is not supported yet by this server");
@@ -100,6 +98,11 @@ void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind)
     d.stream = opt_bool(body, "stream").value_or(true);
     GenerateRequest & r = d.request;
     r.prompt.kind       = kind;
+    // A request's own template (Ollama Go syntax), checked here: a broken one is a 400.
+    if (auto t = opt_string(body, "template"); t && !t->empty()) {
+        templates::parse_ollama_template(*t);
+        r.prompt.template_text = *t;
+    }
     r.generate.truncate = opt_bool(body, "truncate").value_or(true);
     r.generate.shift    = opt_bool(body, "shift").value_or(true);
     if (auto it = body.find("format"); it != body.end()) {

@@ -33,6 +33,7 @@ struct PromptSpec {
     std::vector<Message> messages; // chat
     std::vector<int32_t> context;  // generate: tokens of an earlier answer to continue
     std::vector<ImagePtr> images;  // generate: placed before the prompt text, in order
+    std::optional<std::string> template_text; // the request's `template` (Ollama Go syntax): wins over the model's
 
     // Every image of the request (generate's, then each message's in order).
     std::vector<ImagePtr> all_images() const {
@@ -50,6 +51,7 @@ struct ModelFiles {
     std::string           system; // the Modelfile's SYSTEM
     std::optional<std::filesystem::path> draft; // the Modelfile's DRAFT: a speculation model
     std::optional<std::filesystem::path> projector; // a second FROM: the vision projector (mmproj)
+    std::optional<std::string>           template_text; // the Modelfile's TEMPLATE (Ollama Go syntax)
 };
 
 using KeepAlive = std::chrono::nanoseconds; // negative: forever

@@ -1,6 +1,7 @@
 #include "engine/prompt_builder.h"
 
 #include "core/error.h"
+#include "templates/ollama_prompt.h"
 
 namespace specd::engine {
 
@@ -30,17 +31,21 @@ std::vector<llama_token> fill_in_the_middle(const Model & model, const PromptSpe
     return out;
 }
 
+std::string render(const ChatTemplate & jinja, const templates::GoTemplate * go, const std::vector<Message> & messages) {
+    return go ? templates::render_ollama_prompt(*go, messages) : jinja.render(messages, true);
+}
+
 } // namespace
 
 std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
-                                      const std::string & default_system) {
+                                      const std::string & default_system, const templates::GoTemplate * go_template) {
     std::vector<llama_token> tokens;
     if (spec.kind == PromptSpec::Kind::chat) {
         std::vector<Message> messages;
         const bool has_system = !spec.messages.empty() && spec.messages.front().role == "system";
         if (!has_system && !default_system.empty()) messages.push_back({"system", default_system});
         messages.insert(messages.end(), spec.messages.begin(), spec.messages.end());
-        return tokenize_templated(model, tmpl.render(messages, true));
+        return tokenize_templated(model, render(tmpl, go_template, messages));
     }
 
     if (!spec.suffix.empty()) {
@@ -52,7 +57,7 @@ std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & 
         const std::string & system = spec.system.empty() ? default_system : spec.system;
         if (!system.empty()) messages.push_back({"system", system});
         messages.push_back({"user", spec.prompt});
-        tokens = tokenize_templated(model, tmpl.render(messages, true));
+        tokens = tokenize_templated(model, render(tmpl, go_template, messages));
     }
 
     if (!spec.context.empty()) {
@@ -78,9 +83,10 @@ std::string with_markers(size_t n_images, const std::string & text) {
 } // namespace
 
 MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
-                                         const std::string & default_system, const Projector * projector) {
+                                         const std::string & default_system, const Projector * projector,
+                                         const templates::GoTemplate * go_template) {
     const std::vector<ImagePtr> images = spec.all_images();
-    if (images.empty()) return MultimodalPrompt{build_prompt(model, tmpl, spec, default_system), {}, nullptr};
+    if (images.empty()) return MultimodalPrompt{build_prompt(model, tmpl, spec, default_system, go_template), {}, nullptr};
     if (!projector) throw bad_request("this model does not support images (it has no vision projector)");
     if (!spec.suffix.empty()) throw bad_request("images cannot be combined with suffix (insert)");
 
@@ -99,7 +105,7 @@ MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate
             check_text(m.content);
             messages.push_back({m.role, with_markers(m.images.size(), m.content), {}});
         }
-        text = tmpl.render(messages, true);
+        text = render(tmpl, go_template, messages);
     } else {
         check_text(spec.prompt);
         const std::string user = with_markers(spec.images.size(), spec.prompt);
@@ -110,7 +116,7 @@ MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate
             const std::string & system = spec.system.empty() ? default_system : spec.system;
             if (!system.empty()) messages.push_back({"system", system, {}});
             messages.push_back({"user", user, {}});
-            text = tmpl.render(messages, true);
+            text = render(tmpl, go_template, messages);
         }
     }
     MultimodalPrompt out = projector->tokenize(text, images, /*add_special=*/true);

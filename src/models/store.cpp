@@ -846,6 +846,7 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
     if (mf.template_text && !options.allow_template) {
         throw error(ErrorKind::bad_request, "TEMPLATE is not supported yet: the chat template comes from the GGUF file");
     }
+    if (mf.template_text && options.check_template) options.check_template(*mf.template_text);
 
     WriteGuard guard(*this);
 

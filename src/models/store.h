@@ -73,6 +73,9 @@ struct CreateOptions {
     // TEMPLATE is parsed but only stored when the caller can honour it (chat templates come
     // from the GGUF for now); otherwise create() rejects it.
     bool allow_template = false;
+    // Parses a TEMPLATE before anything is written; throws to refuse (a 400 naming the line
+    // and column). Unset: stored unchecked.
+    std::function<void(const std::string & template_text)> check_template;
     // False for a create that arrives over the API: FROM/DRAFT may then only name stored
     // models or blobs in the store (uploaded through /api/blobs), never other server files.
     bool allow_local_files = true;

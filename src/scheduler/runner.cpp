@@ -5,6 +5,7 @@
 #include "engine/prompt_builder.h"
 #include "engine/session.h"
 #include "metrics/registry.h"
+#include "templates/ollama_prompt.h"
 
 namespace specd::scheduler {
 
@@ -104,6 +105,8 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
                                                        : int32_t(std::max(1u, std::thread::hardware_concurrency()));
         projector_     = req.model.projector ? engine::Projector::load(*req.model.projector, *model_, threads) : nullptr;
         template_      = std::make_unique<engine::ChatTemplate>(model_->get());
+        go_template_.reset();
+        if (req.model.template_text) go_template_ = templates::parse_ollama_template(*req.model.template_text);
         loaded_digest_ = req.model.digest;
         memory_owner_  = memory::process_ledger().open_owner(memory::OwnerKind::model, req.model.name);
     }
@@ -131,6 +134,7 @@ void Runner::unload() {
     if (session_) session_->park();
     session_.reset();
     template_.reset();
+    go_template_.reset();
     projector_.reset();
     min_batch_ = 0;
     model_.reset();
@@ -217,8 +221,14 @@ Event Runner::serve(Job & job) {
         if (req.load_only) {
             done.reason = keep_alive.count() == 0 ? DoneReason::unload : DoneReason::load;
         } else {
+            // The request's template wins over the model's TEMPLATE, which wins over the GGUF's.
+            std::optional<templates::GoTemplate> request_template;
+            if (req.prompt.template_text) request_template = templates::parse_ollama_template(*req.prompt.template_text);
+            const templates::GoTemplate * go = request_template ? &*request_template
+                                             : go_template_      ? &*go_template_
+                                                                 : nullptr;
             auto prompt = engine::build_multimodal_prompt(*model_, *template_, req.prompt, req.model.system,
-                                                          projector_.get());
+                                                          projector_.get(), go);
             held.resize(held.bytes() + prompt.tokens.size() * sizeof(llama_token));
             // An image whose tokens attend to each other non-causally must fit one
             // micro-batch (llama.cpp aborts otherwise): grow the batch to the largest image,

@@ -4,6 +4,7 @@
 #include "cache/prompt_cache.h"
 #include "memory/ledger.h"
 #include "scheduler/job.h"
+#include "templates/go_template.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -73,6 +74,7 @@ class Runner {
     std::shared_ptr<engine::Model>        draft_;
     std::unique_ptr<engine::ChatTemplate> template_;
     std::unique_ptr<engine::Projector>    projector_; // the model's vision projector, if it has one
+    std::optional<templates::GoTemplate>  go_template_; // the model's TEMPLATE, parsed at load
     int32_t                               min_batch_ = 0; // the largest image's tokens on this model
     std::unique_ptr<engine::Session>      session_;
     std::string                           loaded_digest_;

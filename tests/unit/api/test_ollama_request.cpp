@@ -55,7 +55,7 @@ TEST(OllamaRequest, RejectsWrongTypesAndUnknownRoles) {
         {{{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "x"}, {"images", {"aGk=", "%"}}}}}}, true,
          "image 1 is not a recognised"},
         {{{"model", "m"}, {"think", true}}, false, "think"},
-        {{{"model", "m"}, {"template", "{{ .Prompt }}"}}, false, "template"},
+        {{{"model", "m"}, {"template", "{{ .Prompt"}}, false, "invalid template: line 1"},
         {{{"model", "m"}, {"keep_alive", "5 minutes"}}, false, "keep_alive"},
         {{{"model", "m"}, {"messages", {{{"role", "wizard"}, {"content", "x"}}}}}, true, "invalid role"},
         {{{"model", "m"}, {"messages", {json::object()}}}, true, "role is required"},

@@ -1,0 +1,79 @@
+#include "templates/ollama_prompt.h"
+
+#include <algorithm>
+
+namespace specd::templates {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+bool uses(const GoTemplate & t, std::string_view var) {
+    const auto v = t.vars();
+    return std::find(v.begin(), v.end(), var) != v.end();
+}
+
+// Ollama's collate: system messages also joined into one System; consecutive messages of a
+// role merged with a blank line between them.
+struct Collated {
+    std::string          system;
+    std::vector<Message> messages;
+};
+
+Collated collate(const std::vector<Message> & in) {
+    Collated out;
+    for (const Message & m : in) {
+        if (m.role == "system") out.system += (out.system.empty() ? "" : "\n\n") + m.content;
+        if (!out.messages.empty() && out.messages.back().role == m.role) {
+            out.messages.back().content += "\n\n" + m.content;
+        } else {
+            out.messages.push_back({m.role, m.content, {}});
+        }
+    }
+    return out;
+}
+
+// Stands for the answer in the last legacy turn: the prompt ends where it is written (Ollama
+// deletes the template's nodes after its .Response instead; for a template rendered once
+// front to back the text is the same).
+const std::string k_response_mark("\x00specd:response\x00", 16);
+
+} // namespace
+
+GoTemplate parse_ollama_template(std::string_view text) {
+    GoTemplate t = GoTemplate::parse(text);
+    if (!uses(t, "messages") && !uses(t, "response")) t = GoTemplate::parse(std::string(text) + "{{ .Response }}");
+    return t;
+}
+
+std::string render_ollama_prompt(const GoTemplate & tmpl, const std::vector<Message> & in) {
+    const Collated c = collate(in);
+    if (uses(tmpl, "messages")) {
+        json messages = json::array();
+        for (const Message & m : c.messages) messages.push_back({{"Role", m.role}, {"Content", m.content}});
+        return tmpl.render({{"System", c.system}, {"Messages", messages}, {"Tools", json::array()}, {"Response", ""}});
+    }
+    std::string out, system, prompt, response;
+    const auto  turn = [&] {
+        out += tmpl.render({{"System", system}, {"Prompt", prompt}, {"Response", response}});
+        system.clear();
+        prompt.clear();
+        response.clear();
+    };
+    for (const Message & m : c.messages) {
+        if (m.role == "system") {
+            if (!prompt.empty() || !response.empty()) turn();
+            system = m.content;
+        } else if (m.role == "user") { // Ollama's legacy rendering leaves tool messages out
+            if (!response.empty()) turn();
+            prompt = m.content;
+        } else if (m.role == "assistant") {
+            response = m.content;
+        }
+    }
+    // An unanswered last turn, or a last assistant message the model is to continue.
+    const std::string last = tmpl.render({{"System", system}, {"Prompt", prompt}, {"Response", response + k_response_mark}});
+    return out + last.substr(0, last.find(k_response_mark));
+}
+
+} // namespace specd::templates
