@@ -1,6 +1,7 @@
 #include "api/server.h"
 
 #include "api/access.h"
+#include "api/embed_request.h"
 #include "api/json_input.h"
 #include "api/ollama_request.h"
 #include "api/ollama_response.h"
@@ -282,8 +283,31 @@ void Server::register_routes() {
     s.Get(R"(/v1/models/(.+))", [this](const httplib::Request & req, httplib::Response & res) {
         send_json(res, 200, openai_model(store_, req.matches[1].str()));
     });
-    s.Post("/v1/embeddings", json_route([](const httplib::Request &, httplib::Response & res, const json &) {
-        send_json(res, 501, openai_error_json(501, "embeddings are not implemented yet by this server"));
+    // Embeddings run on the model's runner like a generation, answered whole (no streaming);
+    // errors are thrown, so that each route's error shape applies.
+    const auto serve_embed = [this](const httplib::Request & req, httplib::Response & res, EmbedRequest e) {
+        const ServedModel m = catalog_resolve(store_, e.model);
+        e.request.model           = m.files;
+        e.request.context.num_ctx = cfg_.default_num_ctx;
+        apply_options(m.params, e.options, e.request);
+        auto        job = scheduler_.submit(std::move(e.request));
+        EventWaiter waiter(*job, [&req] { return req.is_connection_closed(); });
+        for (auto ev = waiter.next(); ev; ev = waiter.next()) {
+            if (ev->kind == scheduler::Event::Kind::error) throw Error(ev->error, ev->text);
+            if (ev->kind == scheduler::Event::Kind::done) {
+                send_json(res, 200, embed_answer_json(e, std::move(ev->done)));
+                return;
+            }
+        }
+    };
+    s.Post("/api/embed", json_route([serve_embed](const httplib::Request & req, httplib::Response & res, const json & body) {
+        serve_embed(req, res, decode_embed(body));
+    }));
+    s.Post("/api/embeddings", json_route([serve_embed](const httplib::Request & req, httplib::Response & res, const json & body) {
+        serve_embed(req, res, decode_embeddings_legacy(body));
+    }));
+    s.Post("/v1/embeddings", json_route([serve_embed](const httplib::Request & req, httplib::Response & res, const json & body) {
+        serve_embed(req, res, decode_openai_embed(body));
     }));
     s.Get("/api/tags", [this](const httplib::Request &, httplib::Response & res) {
         send_json(res, 200, catalog_tags(store_));

@@ -56,6 +56,12 @@ struct ModelFiles {
 
 using KeepAlive = std::chrono::nanoseconds; // negative: forever
 
+// An embedding request (/api/embed, /api/embeddings, /v1/embeddings): one vector per input.
+struct EmbedSpec {
+    std::vector<std::string> inputs;
+    bool                     truncate = true; // false: an input over the context is an error
+};
+
 struct GenerateRequest {
     ModelFiles               model;
     PromptSpec               prompt;
@@ -63,6 +69,7 @@ struct GenerateRequest {
     GenerateOptions          generate;
     std::optional<KeepAlive> keep_alive;
     bool                     load_only = false; // empty prompt: load (or unload) and return
+    std::optional<EmbedSpec> embed;             // set: embed these inputs instead of generating
 };
 
 } // namespace specd

@@ -72,6 +72,7 @@ class Session {
     // The context length asked for (clamped to the trained one). llama.cpp may allocate a
     // little more (it pads), but limits apply to this number, as the client set it.
     uint32_t               n_ctx() const { return n_ctx_; }
+    int32_t                n_threads() const { return llama_n_threads(ctx_.get()); }
 
     // What the depth controller carries from one request to the next on this model.
     const spec::DepthPrior & depth_prior() const { return prior_; }

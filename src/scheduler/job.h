@@ -22,6 +22,7 @@ struct DoneInfo {
     spec::DepthStats     speculation;
     GrammarDraftStats    grammar_drafts;
     std::vector<int64_t> k_histogram; // [k]: rounds that drafted k tokens
+    std::vector<std::vector<float>> embeddings; // embed: one pooled vector per input, not normalized
 };
 
 struct Event {

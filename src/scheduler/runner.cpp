@@ -1,6 +1,7 @@
 #include "scheduler/runner.h"
 
 #include "engine/chat_template.h"
+#include "engine/embedder.h"
 #include "engine/model.h"
 #include "engine/prompt_builder.h"
 #include "engine/session.h"
@@ -22,6 +23,9 @@ size_t request_bytes(const GenerateRequest & req) {
     size_t n = sizeof(req) + p.prompt.size() + p.system.size() + p.suffix.size() + p.context.size() * sizeof(int32_t);
     for (const Message & m : p.messages) n += sizeof(m) + m.role.size() + m.content.size();
     for (const std::string & stop : req.generate.stop) n += stop.size();
+    if (req.embed) {
+        for (const std::string & input : req.embed->inputs) n += sizeof(input) + input.size();
+    }
     return n;
 }
 
@@ -97,6 +101,7 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
     const int64_t t0 = now_ns();
     if (session_) session_->park(); // its sequence may serve a later prompt
     session_.reset();
+    embedder_.reset(); // sized like the session: recreated on its next use
     if (!same_model) {
         unload();
         model_         = engine::Model::load(req.model.gguf, load_opts);
@@ -130,9 +135,40 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
     info_ = info;
 }
 
+void Runner::embed(Job & job, DoneInfo & done) {
+    const EmbedSpec & spec = *job.request.embed;
+    if (!embedder_) {
+        embedder_ = std::make_unique<engine::Embedder>(model_, session_->n_ctx(), session_->n_threads());
+        account_model();
+    }
+    const int64_t  t0    = now_ns();
+    const uint32_t n_ctx = embedder_->n_ctx();
+    std::vector<std::vector<llama_token>> inputs;
+    inputs.reserve(spec.inputs.size());
+    for (size_t i = 0; i < spec.inputs.size(); ++i) {
+        auto tokens = model_->tokenize(spec.inputs[i], /*add_special=*/true, /*parse_special=*/false);
+        if (tokens.empty()) throw bad_request("input " + std::to_string(i) + " has no tokens");
+        if (tokens.size() > n_ctx) {
+            if (!spec.truncate) {
+                throw bad_request("input " + std::to_string(i) + " is " + std::to_string(tokens.size()) +
+                                  " tokens, longer than the context length of " + std::to_string(n_ctx) +
+                                  " (truncate is false)");
+            }
+            tokens.resize(n_ctx); // Ollama keeps the beginning
+        }
+        done.stats.prompt_eval_count += static_cast<int32_t>(tokens.size());
+        inputs.push_back(std::move(tokens));
+    }
+    done.embeddings           = embedder_->embed(inputs, job.cancel);
+    done.stats.prompt_count   = done.stats.prompt_eval_count;
+    done.stats.prompt_eval_ns = now_ns() - t0;
+    done.reason               = DoneReason::stop;
+}
+
 void Runner::unload() {
     if (session_) session_->park();
     session_.reset();
+    embedder_.reset();
     template_.reset();
     go_template_.reset();
     projector_.reset();
@@ -157,11 +193,12 @@ void Runner::account_model() {
         else r.resize(bytes);
     };
     const engine::SessionMemory & mem = session_->memory();
+    const engine::ContextBytes    embed = embedder_ ? embedder_->memory() : engine::ContextBytes{};
     set(weights_, memory::Bucket::weights, model_->size_bytes() + (draft_ ? draft_->size_bytes() : 0) +
                                                (projector_ ? projector_->size_bytes() : 0));
-    set(kv_target_, memory::Bucket::kv_target, mem.target.kv);
+    set(kv_target_, memory::Bucket::kv_target, mem.target.kv + embed.kv);
     set(kv_draft_, memory::Bucket::kv_draft, mem.draft.kv);
-    set(compute_, memory::Bucket::compute, mem.target.compute + mem.draft.compute);
+    set(compute_, memory::Bucket::compute, mem.target.compute + mem.draft.compute + embed.compute);
     // Built by the first constrained request; shared by every later one.
     set(vocab_index_, memory::Bucket::grammar, model_->vocab_index_bytes());
 }
@@ -220,6 +257,8 @@ Event Runner::serve(Job & job) {
 
         if (req.load_only) {
             done.reason = keep_alive.count() == 0 ? DoneReason::unload : DoneReason::load;
+        } else if (req.embed) {
+            embed(job, done);
         } else {
             // The request's template wins over the model's TEMPLATE, which wins over the GGUF's.
             std::optional<templates::GoTemplate> request_template;

@@ -20,6 +20,7 @@ class Model;
 class Session;
 class ChatTemplate;
 class Projector;
+class Embedder;
 } // namespace specd::engine
 
 namespace specd::scheduler {
@@ -53,6 +54,7 @@ class Runner {
     void loop();
     void  run(Job & job);
     Event serve(Job & job); // the job's final event (done or error)
+    void embed(Job & job, DoneInfo & done); // the request's inputs, on this thread's embedder
     void ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done);
     void unload();
     void account_model(); // the ledger's view of what the loaded model holds
@@ -77,6 +79,7 @@ class Runner {
     std::optional<templates::GoTemplate>  go_template_; // the model's TEMPLATE, parsed at load
     int32_t                               min_batch_ = 0; // the largest image's tokens on this model
     std::unique_ptr<engine::Session>      session_;
+    std::unique_ptr<engine::Embedder>     embedder_; // created by the first embedding request
     std::string                           loaded_digest_;
     uint64_t                              served_ = 0;
     memory::OwnerHandle                   memory_owner_; // open while a model is loaded

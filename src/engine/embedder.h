@@ -1,0 +1,50 @@
+#pragma once
+// Pooled text embeddings of a loaded model: a second llama context, created with
+// `embeddings = true`, beside the generation one. Embedding models pool as their GGUF says;
+// a generative model (no pooling type in its GGUF) is mean-pooled, as llama-embedding does.
+// Several inputs share one batch, one sequence each.
+#include "engine/context_memory.h"
+#include "engine/llama_handles.h"
+#include "engine/model.h"
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+namespace specd::engine {
+
+class Embedder {
+  public:
+    // Throws specd::Error(bad_request) when the context cannot be created.
+    Embedder(std::shared_ptr<Model> model, uint32_t n_ctx, int32_t n_threads);
+
+    uint32_t             n_ctx() const { return n_ctx_; }
+    int32_t              n_threads() const { return n_threads_; }
+    int32_t              n_embd() const { return n_embd_; }
+    enum llama_pooling_type pooling() const { return pooling_; }
+    const ContextBytes & memory() const { return memory_; }
+
+    // One pooled vector of n_embd() floats per input, not normalized. Every input must hold
+    // 1..n_ctx() tokens (the caller truncates or refuses). Throws specd::Error: cancelled when
+    // `cancel` is set meanwhile, internal when llama.cpp fails.
+    std::vector<std::vector<float>> embed(const std::vector<std::vector<llama_token>> & inputs,
+                                          const std::atomic<bool> & cancel);
+
+  private:
+    void run_batch(const std::atomic<bool> & cancel);
+
+    std::shared_ptr<Model>    model_;
+    uint32_t                  n_ctx_;
+    int32_t                   n_threads_;
+    int32_t                   n_embd_ = 0;
+    enum llama_pooling_type   pooling_ = LLAMA_POOLING_TYPE_MEAN;
+    context_ptr               ctx_;
+    Batch                     batch_; // (n_ctx) tokens, each in one sequence
+    ContextBytes              memory_;
+    const std::atomic<bool> * cancel_ = nullptr; // set during embed(), read by llama's abort callback
+};
+
+// Scales `v` to unit L2 norm (a zero vector stays zero).
+void normalize_l2(std::vector<float> & v);
+
+} // namespace specd::engine
