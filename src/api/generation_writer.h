@@ -5,6 +5,7 @@
 // One writer per request: it may keep state across the chunks of one answer (an id).
 #include "api/json_input.h"
 #include "core/error.h"
+#include "core/logprobs.h"
 #include "scheduler/job.h"
 
 #include <string>
@@ -18,13 +19,14 @@ class GenerationWriter {
     // Before any output: the body of an HTTP error (the status is http_status(kind)).
     virtual json error_json(ErrorKind kind, const std::string & message) const = 0;
 
-    // Not streamed: the whole answer, once it is done.
-    virtual json answer_json(const std::string & text, const scheduler::DoneInfo & done) = 0;
+    // Not streamed: the whole answer, once it is done, with every reported logprob.
+    virtual json answer_json(const std::string & text, const scheduler::DoneInfo & done,
+                             const std::vector<TokenLogprob> & logprobs = {}) = 0;
 
     // Streamed: the content type, then the bytes each event adds. After chunk_done or
     // chunk_error nothing more is written.
     virtual const char * stream_content_type() const = 0;
-    virtual std::string  chunk_text(const std::string & text) = 0;
+    virtual std::string  chunk_text(const std::string & text, const std::vector<TokenLogprob> & logprobs = {}) = 0;
     virtual std::string  chunk_done(const scheduler::DoneInfo & done) = 0;
     virtual std::string  chunk_error(ErrorKind kind, const std::string & message) = 0;
 };

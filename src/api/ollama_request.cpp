@@ -36,19 +36,28 @@ void reject_unimplemented(const json & body, PromptSpec::Kind kind) {
         if (!(it->is_boolean() || it->is_string())) throw bad_request("think must be a boolean or \"low\", \"medium\", \"high\"");
         if (!(it->is_boolean() && !it->get<bool>())) throw bad_request("think is not supported yet by this server");
     }
-    if (auto it = body.find("logprobs"); it != body.end() && !it->is_null()) {
-        if (!it->is_boolean()) throw bad_request("logprobs must be a boolean");
-        if (it->get<bool>()) throw bad_request("logprobs is not supported yet by this server");
-    }
-    if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null()) {
-        if (!it->is_number_integer()) throw bad_request("top_logprobs must be an integer");
-        if (it->get<int64_t>() != 0) throw bad_request("top_logprobs is not supported yet by this server");
-    }
     if (kind == PromptSpec::Kind::chat) {
         if (auto it = body.find("tools"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
             throw bad_request("tools are not supported yet by this server");
         }
     }
+}
+
+// `logprobs` (bool) and `top_logprobs` (0..20, as Ollama bounds it): GenerateOptions::logprobs.
+// A positive top_logprobs alone turns logprobs on.
+int32_t decode_logprobs(const json & body) {
+    bool want = false;
+    if (auto it = body.find("logprobs"); it != body.end() && !it->is_null()) {
+        if (!it->is_boolean()) throw bad_request("logprobs must be a boolean");
+        want = it->get<bool>();
+    }
+    int64_t top = 0;
+    if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null()) {
+        if (!it->is_number_integer()) throw bad_request("top_logprobs must be an integer between 0 and 20");
+        top = it->is_number_unsigned() && it->get<uint64_t>() > 20 ? 21 : it->get<int64_t>();
+        if (top < 0 || top > 20) throw bad_request("top_logprobs must be between 0 and 20");
+    }
+    return want || top > 0 ? int32_t(top) : -1;
 }
 
 // The `images` arrays of a request: (where, array) pairs, in request order.
@@ -105,6 +114,7 @@ void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind)
     }
     r.generate.truncate = opt_bool(body, "truncate").value_or(true);
     r.generate.shift    = opt_bool(body, "shift").value_or(true);
+    r.generate.logprobs = decode_logprobs(body);
     if (auto it = body.find("format"); it != body.end()) {
         r.generate.grammar              = format_grammar(*it);
         r.generate.end_on_complete_json = !r.generate.grammar.empty();

@@ -13,9 +13,11 @@ namespace specd::api {
 // RFC 3339 with nanoseconds, UTC, as Ollama writes timestamps.
 std::string format_time(std::chrono::system_clock::time_point t);
 
-json text_chunk(const std::string & model, const std::string & text, bool chat);
+// `logprobs`: Ollama's "logprobs" array, present when non-empty.
+json text_chunk(const std::string & model, const std::string & text, bool chat,
+                const std::vector<TokenLogprob> & logprobs = {});
 json final_chunk(const std::string & model, const scheduler::DoneInfo & done, bool chat,
-                 const std::string & full_text = "");
+                 const std::string & full_text = "", const std::vector<TokenLogprob> & logprobs = {});
 json error_body(const std::string & message);
 // The text of a JSON response: compact, and model output that is not UTF-8 replaced (U+FFFD),
 // never a throw mid-response.
@@ -33,9 +35,10 @@ class OllamaWriter final : public GenerationWriter {
     OllamaWriter(std::string model, bool chat) : model_(std::move(model)), chat_(chat) {}
 
     json         error_json(ErrorKind kind, const std::string & message) const override;
-    json         answer_json(const std::string & text, const scheduler::DoneInfo & done) override;
+    json         answer_json(const std::string & text, const scheduler::DoneInfo & done,
+                             const std::vector<TokenLogprob> & logprobs = {}) override;
     const char * stream_content_type() const override { return "application/x-ndjson"; }
-    std::string  chunk_text(const std::string & text) override;
+    std::string  chunk_text(const std::string & text, const std::vector<TokenLogprob> & logprobs = {}) override;
     std::string  chunk_done(const scheduler::DoneInfo & done) override;
     std::string  chunk_error(ErrorKind kind, const std::string & message) override;
 

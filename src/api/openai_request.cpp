@@ -66,12 +66,9 @@ void reject_unimplemented(const json & body, bool chat) {
             throw ParamError(key, not_yet(key));
         }
     }
-    if (const json * v = field(body, "logprobs")) {
-        // chat: a boolean; completions: how many alternatives per token (0 means none).
-        const bool off = chat ? v->is_boolean() && !v->get<bool>() : (v->is_boolean() && !v->get<bool>()) || *v == 0;
-        if (!off) throw ParamError("logprobs", not_yet("logprobs"));
+    if (const json * v = field(body, "top_logprobs"); !chat && v && *v != 0) {
+        throw ParamError("top_logprobs", "top_logprobs is for chat completions; completions take logprobs: N");
     }
-    if (const json * v = field(body, "top_logprobs"); v && *v != 0) throw ParamError("top_logprobs", not_yet("top_logprobs"));
     if (const json * v = field(body, "logit_bias"); v && !(v->is_object() && v->empty())) {
         throw ParamError("logit_bias", not_yet("logit_bias"));
     }
@@ -152,6 +149,20 @@ json decode_options(const json & body) {
 }
 
 // What /v1/chat/completions and /v1/completions share: model, stream, n, sampling, format.
+// GenerateOptions::logprobs. Chat: `logprobs` (bool) and `top_logprobs` (0..20, only with
+// logprobs). Completions: `logprobs` N (0..20): the chosen token and N alternatives.
+int32_t decode_logprobs(const json & body, bool chat) {
+    if (chat) {
+        const bool want = opt_flag(body, "logprobs", "logprobs");
+        const auto top  = opt_integer(body, "top_logprobs", 0, 20);
+        if (top && *top > 0 && !want) throw ParamError("top_logprobs", "top_logprobs requires logprobs to be true");
+        return want ? int32_t(top.value_or(0)) : -1;
+    }
+    if (const json * v = field(body, "logprobs"); v && v->is_boolean() && !v->get<bool>()) return -1;
+    const auto n = opt_integer(body, "logprobs", 0, 20);
+    return n ? int32_t(*n) : -1;
+}
+
 OpenAIRequest decode_common(const json & body, PromptSpec::Kind kind) {
     OpenAIRequest r;
     DecodedRequest & d = r.decoded;
@@ -172,6 +183,7 @@ OpenAIRequest decode_common(const json & body, PromptSpec::Kind kind) {
     d.options              = decode_options(body);
     d.request.prompt.kind  = kind;
     decode_response_format(body, d.request.generate);
+    d.request.generate.logprobs = decode_logprobs(body, kind == PromptSpec::Kind::chat);
     return r;
 }
 

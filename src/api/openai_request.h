@@ -2,7 +2,7 @@
 // OpenAI's /v1/chat/completions and /v1/completions bodies -> the GenerateRequest that
 // /api/chat and /api/generate make (ollama_request.h), validated at the edge. Every refusal
 // is a ParamError naming the field as OpenAI's error `param` does ("messages[0].content[1]
-// .image_url.url"); fields specd does not implement yet (tools, logprobs, n > 1, ...) are
+// .image_url.url"); fields specd does not implement yet (tools, logit_bias, n > 1, ...) are
 // refused, never ignored.
 #include "api/ollama_request.h"
 #include "core/error.h"

@@ -1,5 +1,7 @@
 #include "api/openai_response.h"
 
+#include "api/logprobs_json.h"
+
 #include "api/ollama_response.h"
 #include "api/openai_request.h"
 #include "engine/utf8_stream.h"
@@ -77,11 +79,31 @@ json OpenAIWriter::error_json(ErrorKind kind, const std::string & message) const
                              kind == ErrorKind::busy ? json("server_busy") : kind == ErrorKind::not_found ? json("model_not_found") : json());
 }
 
-json OpenAIWriter::answer_json(const std::string & text, const scheduler::DoneInfo & done) {
+json OpenAIWriter::logprobs(const std::vector<TokenLogprob> & lps) {
+    if (lps.empty()) return nullptr;
+    if (endpoint_ == OpenAIEndpoint::chat) return {{"content", logprobs_json(lps, true)}};
+    json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
+    for (const TokenLogprob & lp : lps) {
+        tokens.push_back(engine::sanitize_utf8(lp.token));
+        token_logprobs.push_back(lp.logprob);
+        json alts = json::object();
+        for (const TokenLogprobAlt & alt : lp.top) alts.emplace(engine::sanitize_utf8(alt.token), alt.logprob);
+        top.push_back(std::move(alts));
+        offsets.push_back(text_offset_);
+        text_offset_ += lp.token.size();
+    }
+    return {{"tokens", std::move(tokens)},
+            {"token_logprobs", std::move(token_logprobs)},
+            {"top_logprobs", std::move(top)},
+            {"text_offset", std::move(offsets)}};
+}
+
+json OpenAIWriter::answer_json(const std::string & text, const scheduler::DoneInfo & done,
+                               const std::vector<TokenLogprob> & lps) {
     json choice = {{"index", 0}};
     if (endpoint_ == OpenAIEndpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
     else choice["text"] = text;
-    choice["logprobs"]      = nullptr;
+    choice["logprobs"]      = logprobs(lps);
     choice["finish_reason"] = openai_finish_reason(done.reason);
     return {{"id", id_},
             {"object", endpoint_ == OpenAIEndpoint::chat ? "chat.completion" : "text_completion"},
@@ -92,7 +114,7 @@ json OpenAIWriter::answer_json(const std::string & text, const scheduler::DoneIn
             {"usage", openai_usage(done)}};
 }
 
-json OpenAIWriter::chunk(const std::string & text, const char * finish_reason) {
+json OpenAIWriter::chunk(const std::string & text, const char * finish_reason, const std::vector<TokenLogprob> & lps) {
     json choice = {{"index", 0}};
     if (endpoint_ == OpenAIEndpoint::chat) {
         json delta = json::object();
@@ -103,7 +125,7 @@ json OpenAIWriter::chunk(const std::string & text, const char * finish_reason) {
     } else {
         choice["text"] = text;
     }
-    choice["logprobs"]      = nullptr;
+    choice["logprobs"]      = logprobs(lps);
     choice["finish_reason"] = finish_reason ? json(finish_reason) : json();
     json j = {{"id", id_},
               {"object", endpoint_ == OpenAIEndpoint::chat ? "chat.completion.chunk" : "text_completion"},
@@ -116,7 +138,9 @@ json OpenAIWriter::chunk(const std::string & text, const char * finish_reason) {
     return j;
 }
 
-std::string OpenAIWriter::chunk_text(const std::string & text) { return sse_event(chunk(text, nullptr)); }
+std::string OpenAIWriter::chunk_text(const std::string & text, const std::vector<TokenLogprob> & lps) {
+    return sse_event(chunk(text, nullptr, lps));
+}
 
 std::string OpenAIWriter::chunk_done(const scheduler::DoneInfo & done) {
     std::string out = sse_event(chunk("", openai_finish_reason(done.reason)));

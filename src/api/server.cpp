@@ -413,15 +413,20 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
     }
 
     if (!d.stream) {
-        std::string text;
+        std::string                text;
+        std::vector<TokenLogprob> logprobs;
         std::optional<scheduler::Event> e = std::move(first);
         for (; e; e = waiter.next()) {
-            if (e->kind == scheduler::Event::Kind::text) { text += e->text; continue; }
+            if (e->kind == scheduler::Event::Kind::text) {
+                text += e->text;
+                logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
+                continue;
+            }
             if (e->kind == scheduler::Event::Kind::error) {
                 send_json(res, http_status(e->error), writer->error_json(e->error, e->text));
                 return;
             }
-            send_json(res, 200, writer->answer_json(text, e->done));
+            send_json(res, 200, writer->answer_json(text, e->done, logprobs));
             return;
         }
         return;
@@ -442,7 +447,7 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
             std::string out;
             bool        last = false;
             switch (e->kind) {
-                case scheduler::Event::Kind::text:  out = writer->chunk_text(e->text); break;
+                case scheduler::Event::Kind::text:  out = writer->chunk_text(e->text, e->logprobs); break;
                 case scheduler::Event::Kind::done:  out = writer->chunk_done(e->done); last = true; break;
                 case scheduler::Event::Kind::error: out = writer->chunk_error(e->error, e->text); last = true; break;
             }

@@ -49,6 +49,9 @@ struct GenerateOptions {
     // Tests and benchmarks only (not reachable from the API): draft exactly this many tokens
     // every round instead of asking the depth controller.
     std::optional<int32_t>   draft_fixed_k;
+    // Report each answer token's log-probability with this many alternatives (0..20);
+    // -1: none (computing them costs O(n_vocab) per token).
+    int32_t                  logprobs = -1;
 };
 
 // Counts and timings of one generation, as Ollama's final object reports them.

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/backend.h"
+#include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/seq_state.h"
 #include "engine/stop_matcher.h"
@@ -259,18 +260,23 @@ void Session::shift_context(int32_t n_keep) {
 
 // The per-request state of a generation: turns chosen tokens into text, and knows when the
 // answer ends (end of generation, a stop string, num_predict, a complete JSON value).
+// With logprobs, a token's log-probability goes out with the first text emitted at or after
+// it; tokens whose text a stop string removed entirely are not reported.
 class Session::Generation {
   public:
-    Generation(const Model & model, const GenerateOptions & opts, const TextSink & emit, GenerateResult & result) :
-        model_(model), opts_(opts), emit_(emit), result_(result), stops_(opts.stop) {}
+    Generation(const Model & model, llama_context * ctx, const GenerateOptions & opts, const TextSink & emit,
+               const LogprobSink & emit_logprobs, GenerateResult & result) :
+        model_(model), ctx_(ctx), opts_(opts), emit_(emit), emit_logprobs_(emit_logprobs), result_(result),
+        stops_(opts.stop) {}
 
-    // Records one token of the answer; true when the answer has ended.
-    bool commit(llama_token token) {
+    // Records one token of the answer, chosen at batch index `idx`; true when the answer has ended.
+    bool commit(llama_token token, int32_t idx) {
         if (model_.is_eog(token)) return end(DoneReason::stop);
         ++result_.stats.eval_count;
         result_.context.push_back(token);
+        if (opts_.logprobs >= 0) pending_.push_back(logprob_at(idx, token));
         const auto r = stops_.push(utf8_.push(model_.token_piece(token)));
-        if (!r.text.empty()) emit_(r.text);
+        if (!r.text.empty()) emit(r.text);
         if (r.stopped) {
             stopped_ = true;
             return end(DoneReason::stop);
@@ -298,13 +304,32 @@ class Session::Generation {
         if (stopped_) return;
         const auto  r    = stops_.push(utf8_.flush());
         std::string tail = r.text + (r.stopped ? "" : stops_.flush());
-        if (!tail.empty()) emit_(tail);
+        if (!tail.empty() || (!r.stopped && !pending_.empty())) emit(tail);
     }
 
   private:
+    void emit(const std::string & text) {
+        if (!pending_.empty() && emit_logprobs_) emit_logprobs_(std::move(pending_));
+        pending_.clear();
+        emit_(text);
+    }
+
+    // Log-softmax of the target's raw logits at `idx` (before penalties, grammar, temperature).
+    TokenLogprob logprob_at(int32_t idx, llama_token token) const {
+        const float *          logits = llama_get_logits_ith(ctx_, idx);
+        const size_t           n_vocab = size_t(llama_vocab_n_tokens(model_.vocab()));
+        const PositionLogprobs p = position_logprobs({logits, n_vocab}, token, opts_.logprobs);
+        TokenLogprob           out{model_.token_piece(token), p.chosen, {}};
+        for (const auto & [id, lp] : p.top) out.top.push_back({model_.token_piece(id), lp});
+        return out;
+    }
+
     const Model &           model_;
+    llama_context *         ctx_;
     const GenerateOptions & opts_;
     const TextSink &        emit_;
+    const LogprobSink &     emit_logprobs_;
+    std::vector<TokenLogprob> pending_; // committed tokens whose text has not gone out yet
     GenerateResult &        result_;
     Utf8Stream              utf8_;
     StopMatcher             stops_;
@@ -313,12 +338,13 @@ class Session::Generation {
 };
 
 GenerateResult Session::generate(std::vector<llama_token> prompt, const GenerateOptions & opts,
-                                 const TextSink & emit, const std::atomic<bool> & cancel) {
-    return generate(MultimodalPrompt{std::move(prompt), {}, nullptr}, opts, emit, cancel);
+                                 const TextSink & emit, const std::atomic<bool> & cancel,
+                                 const LogprobSink & emit_logprobs) {
+    return generate(MultimodalPrompt{std::move(prompt), {}, nullptr}, opts, emit, cancel, emit_logprobs);
 }
 
 GenerateResult Session::generate(MultimodalPrompt mm, const GenerateOptions & opts, const TextSink & emit,
-                                 const std::atomic<bool> & cancel) {
+                                 const std::atomic<bool> & cancel, const LogprobSink & emit_logprobs) {
     std::vector<llama_token> & prompt = mm.tokens;
     struct CancelScope {
         Session & s;
@@ -368,7 +394,7 @@ GenerateResult Session::generate(MultimodalPrompt mm, const GenerateOptions & op
     result.stats.prompt_eval_ns = t1 - t0;
     result.context              = prompt;
 
-    Generation    gen(*model_, opts, emit, result);
+    Generation    gen(*model_, ctx_.get(), opts, emit, emit_logprobs, result);
     const int32_t n_keep    = std::clamp(opts.num_keep, 0, n_ctx / 2);
     const bool    can_shift = opts.shift && opts.num_predict != -2 && llama_memory_can_shift(llama_get_memory(ctx_.get()));
 
@@ -376,7 +402,7 @@ GenerateResult Session::generate(MultimodalPrompt mm, const GenerateOptions & op
     auto        choose = [&](const spec::TokenDist & p) { return sampler.greedy() ? p.ids[0] : p.draw(spec::uniform01(rng)); };
     llama_token last   = choose(sampler.distribution(ctx_.get(), idx));
     sampler.accept(last);
-    bool done = gen.commit(last);
+    bool done = gen.commit(last, idx);
 
     std::vector<llama_token> history_buf;
     while (!done) {
@@ -478,7 +504,7 @@ GenerateResult Session::generate(MultimodalPrompt mm, const GenerateOptions & op
                 speller_.learn(i == 0 ? last : drafts[i - 1], forced_rest, next);
                 forced_rest.remove_prefix(std::min(forced_rest.size(), model_->token_piece(next).size()));
             }
-            done = gen.commit(next);
+            done = gen.commit(next, static_cast<int32_t>(i));
             if (!accepted || done) break;
             ++n_accepted;
             cached_.push_back(next); // an accepted draft's KV is already in the cache

@@ -3,6 +3,7 @@
 // rounds that run on it. The tokens held in its KV cache are remembered, so a request that
 // shares a prefix with the previous one (a chat that goes on) only evaluates the new part.
 #include "cache/prompt_cache.h"
+#include "core/logprobs.h"
 #include "core/options.h"
 #include "engine/context_memory.h"
 #include "engine/draft_model.h"
@@ -33,6 +34,9 @@ struct GenerateResult {
 };
 
 using TextSink = std::function<void(std::string_view text)>;
+// With GenerateOptions::logprobs: the tokens whose text the next TextSink call completes,
+// called just before it.
+using LogprobSink = std::function<void(std::vector<TokenLogprob> logprobs)>;
 
 // Where a session keeps sequence states it would otherwise lose, and under which name: the
 // namespace must differ for any two model pairs whose states are not interchangeable.
@@ -57,11 +61,12 @@ class Session {
     // Runs one generation. `emit` receives valid UTF-8 text pieces, never a stop string.
     // Throws specd::Error(cancelled) soon after `cancel` becomes true, wherever it is.
     GenerateResult generate(std::vector<llama_token> prompt, const GenerateOptions & opts,
-                            const TextSink & emit, const std::atomic<bool> & cancel);
+                            const TextSink & emit, const std::atomic<bool> & cancel,
+                            const LogprobSink & emit_logprobs = {});
     // A prompt with images (`prompt.projector` evaluates them). Image positions are never
     // truncated away: a prompt with images longer than the context is a bad_request.
     GenerateResult generate(MultimodalPrompt prompt, const GenerateOptions & opts, const TextSink & emit,
-                            const std::atomic<bool> & cancel);
+                            const std::atomic<bool> & cancel, const LogprobSink & emit_logprobs = {});
 
     // The most tokens one batch (and micro-batch) of this context holds.
     int32_t batch_capacity() const { return batch_.capacity(); }

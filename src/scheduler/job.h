@@ -1,6 +1,7 @@
 #pragma once
 // One request in flight: what to run, a cancel flag, and the channel its results come back on.
 #include "core/error.h"
+#include "core/logprobs.h"
 #include "core/request.h"
 #include "spec/depth_controller.h"
 
@@ -31,6 +32,7 @@ struct Event {
     std::string text;                             // text: a piece of the answer; error: message
     ErrorKind   error = ErrorKind::internal;      // error
     DoneInfo    done;                             // done
+    std::vector<TokenLogprob> logprobs = {};      // text: the tokens this piece completes, when asked
 };
 
 // Single producer (the model's runner), single consumer (the HTTP connection).

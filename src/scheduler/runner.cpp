@@ -279,10 +279,14 @@ Event Runner::serve(Job & job) {
                 context.num_batch = std::max(context.num_batch, min_batch_);
                 ensure_loaded(req, context, done);
             }
+            std::vector<TokenLogprob> logprobs; // handed over just before the text they belong to
             auto result = session_->generate(
                 std::move(prompt), req.generate,
-                [&](std::string_view text) { job.events.push({Event::Kind::text, std::string(text), {}, {}}); },
-                job.cancel);
+                [&](std::string_view text) {
+                    job.events.push({Event::Kind::text, std::string(text), {}, {}, std::move(logprobs)});
+                    logprobs.clear();
+                },
+                job.cancel, [&](std::vector<TokenLogprob> lps) { logprobs = std::move(lps); });
             done.reason            = result.reason;
             done.stats             = result.stats;
             done.context = engine::text_tokens(result.context);

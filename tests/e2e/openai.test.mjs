@@ -262,6 +262,40 @@ describe('openai /v1', () => {
     assert.match(noVision.message, /does not support images/);
   });
 
+  test('logprobs: chat content entries, streamed and not, and legacy completion logprobs', async () => {
+    const openai = client(h.srv);
+    const req = { model: 'tiny', messages: history, temperature: 0, max_tokens: 10, logprobs: true, top_logprobs: 3 };
+    const whole = await openai.chat.completions.create(req);
+    const content = whole.choices[0].logprobs.content;
+    assert.equal(content.length, whole.usage.completion_tokens);
+    for (const e of content) {
+      assert.equal(typeof e.token, 'string');
+      assert.ok(e.logprob <= 0);
+      assert.equal(e.top_logprobs.length, 3);
+      assert.ok(e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob && e.top_logprobs[1].logprob >= e.top_logprobs[2].logprob);
+      assert.equal(e.top_logprobs[0].token, e.token); // temperature 0: the chosen token is the most likely
+      assert.equal(e.top_logprobs[0].logprob, e.logprob);
+    }
+    assert.equal(Buffer.from(content.flatMap((e) => e.bytes)).toString('utf8'), whole.choices[0].message.content);
+
+    const { chunks, text } = await readChatStream(await openai.chat.completions.create({ ...req, stream: true }));
+    assert.equal(text, whole.choices[0].message.content);
+    const streamed = chunks.flatMap((c) => c.choices[0]?.logprobs?.content ?? []);
+    assert.deepEqual(streamed.map((e) => e.logprob), content.map((e) => e.logprob));
+
+    const plain = await openai.chat.completions.create({ model: 'tiny', messages: history, temperature: 0, max_tokens: 4 });
+    assert.equal(plain.choices[0].logprobs, null);
+
+    const legacy = await openai.completions.create({ model: 'tiny', prompt: 'Once upon', temperature: 0, max_tokens: 6, logprobs: 2 });
+    const l = legacy.choices[0].logprobs;
+    assert.equal(l.tokens.length, legacy.usage.completion_tokens);
+    assert.equal(l.token_logprobs.length, l.tokens.length);
+    assert.equal(l.top_logprobs.length, l.tokens.length);
+    for (const top of l.top_logprobs) assert.ok(Object.keys(top).length >= 1 && Object.keys(top).length <= 2);
+    assert.equal(l.text_offset[0], 0);
+    for (let i = 1; i < l.text_offset.length; ++i) assert.ok(l.text_offset[i] >= l.text_offset[i - 1]);
+  });
+
   test('unknown model -> NotFoundError; tools, logprobs, n > 1 -> BadRequestError naming the field', async () => {
     const openai = client(h.srv);
     const missing = await rejectsWith(openai.chat.completions.create({ model: 'nope', messages: history }), OpenAI.NotFoundError);
@@ -276,8 +310,12 @@ describe('openai /v1', () => {
     assert.equal(t.param, 'tools');
     assert.equal(t.type, 'invalid_request_error');
     assert.match(t.message, /tools/);
-    const lp = await rejectsWith(openai.chat.completions.create({ model: 'tiny', messages: history, logprobs: true }), OpenAI.BadRequestError);
-    assert.equal(lp.param, 'logprobs');
+    const lp = await rejectsWith(openai.chat.completions.create({ model: 'tiny', messages: history, top_logprobs: 3 }), OpenAI.BadRequestError);
+    assert.equal(lp.param, 'top_logprobs');
+    assert.match(lp.message, /requires logprobs/);
+    const lp21 = await rejectsWith(openai.chat.completions.create({ model: 'tiny', messages: history, logprobs: true, top_logprobs: 21 }),
+      OpenAI.BadRequestError);
+    assert.equal(lp21.param, 'top_logprobs');
     const n = await rejectsWith(openai.chat.completions.create({ model: 'tiny', messages: history, n: 2 }), OpenAI.BadRequestError);
     assert.equal(n.param, 'n');
     const temp = await rejectsWith(openai.chat.completions.create({ model: 'tiny', messages: history, temperature: 5 }), OpenAI.BadRequestError);

@@ -55,6 +55,11 @@ TEST(OllamaRequest, RejectsWrongTypesAndUnknownRoles) {
         {{{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "x"}, {"images", {"aGk=", "%"}}}}}}, true,
          "image 1 is not a recognised"},
         {{{"model", "m"}, {"think", true}}, false, "think"},
+        {{{"model", "m"}, {"logprobs", "yes"}}, false, "logprobs must be a boolean"},
+        {{{"model", "m"}, {"logprobs", true}, {"top_logprobs", 21}}, false, "top_logprobs must be between 0 and 20"},
+        {{{"model", "m"}, {"top_logprobs", -1}}, true, "top_logprobs must be between 0 and 20"},
+        {{{"model", "m"}, {"top_logprobs", 1e30}}, false, "top_logprobs must be an integer"},
+        {{{"model", "m"}, {"top_logprobs", 18446744073709551615ull}}, false, "top_logprobs must be between 0 and 20"},
         {{{"model", "m"}, {"template", "{{ .Prompt"}}, false, "invalid template: line 1"},
         {{{"model", "m"}, {"keep_alive", "5 minutes"}}, false, "keep_alive"},
         {{{"model", "m"}, {"messages", {{{"role", "wizard"}, {"content", "x"}}}}}, true, "invalid role"},
@@ -66,6 +71,21 @@ TEST(OllamaRequest, RejectsWrongTypesAndUnknownRoles) {
         const auto msg = bad_request_message([&] { c.chat ? decode_chat(c.body) : decode_generate(c.body); });
         EXPECT_NE(msg.find(c.needle), std::string::npos) << c.body.dump() << " -> " << msg;
     }
+}
+
+TEST(OllamaRequest, LogprobsBecomeTheAlternativesCount) {
+    const auto lp = [](json extra) {
+        json body = {{"model", "m"}, {"prompt", "x"}};
+        body.update(extra);
+        return decode_generate(body).request.generate.logprobs;
+    };
+    EXPECT_EQ(lp(json::object()), -1);
+    EXPECT_EQ(lp({{"logprobs", false}, {"top_logprobs", 0}}), -1);
+    EXPECT_EQ(lp({{"logprobs", true}}), 0);
+    EXPECT_EQ(lp({{"logprobs", true}, {"top_logprobs", 20}}), 20);
+    EXPECT_EQ(lp({{"top_logprobs", 3}}), 3); // alternatives asked for imply logprobs
+    EXPECT_EQ(decode_chat(json{{"model", "m"}, {"messages", json::array()}, {"logprobs", true}, {"top_logprobs", 2}})
+                  .request.generate.logprobs, 2);
 }
 
 TEST(OllamaRequest, FormatJsonAndSchemaBecomeGrammars) {

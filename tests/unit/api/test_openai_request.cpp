@@ -133,8 +133,10 @@ TEST(OpenAIRequest, RefusalsNameTheirField) {
         {chat_body({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}}}), "tools", "tools is not supported yet"},
         {chat_body({{"tool_choice", "required"}}), "tool_choice", "not supported yet"},
         {chat_body({{"functions", {{{"name", "f"}}}}}), "functions", "not supported yet"},
-        {chat_body({{"logprobs", true}}), "logprobs", "logprobs is not supported yet"},
-        {chat_body({{"top_logprobs", 3}}), "top_logprobs", "not supported yet"},
+        {chat_body({{"logprobs", 1}}), "logprobs", "must be a boolean"},
+        {chat_body({{"top_logprobs", 3}}), "top_logprobs", "requires logprobs"},
+        {chat_body({{"logprobs", true}, {"top_logprobs", 21}}), "top_logprobs", "from 0 to 20"},
+        {chat_body({{"logprobs", true}, {"top_logprobs", -1}}), "top_logprobs", "from 0 to 20"},
         {chat_body({{"logit_bias", {{"50256", -100}}}}), "logit_bias", "not supported yet"},
         {chat_body({{"modalities", {"text", "audio"}}}), "modalities", "not supported yet"},
         {chat_body({{"n", 2}}), "n", "n must be 1"},
@@ -172,6 +174,21 @@ TEST(OpenAIRequest, DefaultsAndNullsAreAccepted) {
     EXPECT_EQ(r.decoded.options, json::object());
 }
 
+TEST(OpenAIRequest, LogprobsBecomeTheAlternativesCount) {
+    const auto chat = [](json extra) { return decode_openai_chat(chat_body(extra)).decoded.request.generate.logprobs; };
+    EXPECT_EQ(chat(json::object()), -1);
+    EXPECT_EQ(chat({{"logprobs", false}, {"top_logprobs", 0}}), -1);
+    EXPECT_EQ(chat({{"logprobs", true}}), 0);
+    EXPECT_EQ(chat({{"logprobs", true}, {"top_logprobs", 20}}), 20);
+    const auto completion = [](json lp) {
+        return decode_openai_completion({{"model", "m"}, {"prompt", "x"}, {"logprobs", lp}}).decoded.request.generate.logprobs;
+    };
+    EXPECT_EQ(completion(nullptr), -1);
+    EXPECT_EQ(completion(false), -1);
+    EXPECT_EQ(completion(0), 0);
+    EXPECT_EQ(completion(5), 5);
+}
+
 TEST(OpenAIRequest, ImageCountIsCheckedBeforeDecoding) {
     json parts = json::array();
     for (int i = 0; i < 17; ++i) parts.push_back({{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,%%%"}}}});
@@ -206,7 +223,9 @@ TEST(OpenAIRequest, CompletionBecomesAGenerateRequest) {
         {{{"model", "m"}, {"prompt", "x"}, {"suffix", 3}}, "suffix"},
         {{{"model", "m"}, {"prompt", "x"}, {"echo", true}}, "echo"},
         {{{"model", "m"}, {"prompt", "x"}, {"best_of", 2}}, "best_of"},
-        {{{"model", "m"}, {"prompt", "x"}, {"logprobs", 2}}, "logprobs"},
+        {{{"model", "m"}, {"prompt", "x"}, {"logprobs", 21}}, "logprobs"},
+        {{{"model", "m"}, {"prompt", "x"}, {"logprobs", true}}, "logprobs"},
+        {{{"model", "m"}, {"prompt", "x"}, {"top_logprobs", 2}}, "top_logprobs"},
         {{{"model", "m"}, {"prompt", "x"}, {"n", 3}}, "n"},
     };
     for (const auto & c : cases) {

@@ -136,3 +136,29 @@ TEST(OpenAIResponse, ErrorsBeforeAndDuringTheStream) {
     EXPECT_EQ(during[0]["error"]["message"], "decode failed");
     EXPECT_EQ(during[0]["error"]["type"], "api_error");
 }
+
+TEST(OpenAIResponse, LogprobsInChatAndLegacyCompletionShapes) {
+    const std::vector<TokenLogprob> lps = {{"Hi", -0.5f, {{"Hi", -0.5f}, {"Yo", -1.5f}}}, {"\xE2", -0.25f, {}}};
+    OpenAIWriter chat(OpenAIEndpoint::chat, "tiny", false);
+    const json   c = chat.answer_json("Hi\xE2", done_with(DoneReason::stop, 5, 2), lps)["choices"][0]["logprobs"];
+    ASSERT_EQ(c["content"].size(), 2u);
+    EXPECT_EQ(c["content"][0]["token"], "Hi");
+    EXPECT_FLOAT_EQ(c["content"][0]["logprob"].get<float>(), -0.5f);
+    EXPECT_EQ(c["content"][0]["bytes"], json({72, 105}));
+    EXPECT_EQ(c["content"][0]["top_logprobs"][1]["token"], "Yo");
+    EXPECT_EQ(c["content"][1]["token"], "\xEF\xBF\xBD"); // a partial UTF-8 piece: U+FFFD, exact bytes kept
+    EXPECT_EQ(c["content"][1]["bytes"], json({0xE2}));
+    EXPECT_EQ(c["content"][1]["top_logprobs"], json::array());
+    EXPECT_TRUE(chat.answer_json("", done_with(DoneReason::stop, 5, 0))["choices"][0]["logprobs"].is_null());
+
+    OpenAIWriter text(OpenAIEndpoint::completion, "tiny", false);
+    std::string  stream = text.chunk_text("Hi", {lps[0]});
+    stream += text.chunk_text("\xE2", {lps[1]});
+    const auto   events = sse_payloads(stream);
+    const json & first  = events[0]["choices"][0]["logprobs"];
+    EXPECT_EQ(first["tokens"], json({"Hi"}));
+    EXPECT_EQ(first["top_logprobs"][0].size(), 2u);
+    EXPECT_FLOAT_EQ(first["top_logprobs"][0]["Yo"].get<float>(), -1.5f);
+    EXPECT_EQ(first["text_offset"], json({0}));
+    EXPECT_EQ(events[1]["choices"][0]["logprobs"]["text_offset"], json({2})); // offsets run across chunks
+}
