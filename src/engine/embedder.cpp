@@ -67,7 +67,14 @@ void Embedder::run_batch(const std::atomic<bool> & cancel) {
     if (mem) llama_memory_clear(mem, true); // every batch starts from position 0
     const bool    encoder_only = llama_model_has_encoder(model_->get()) && !llama_model_has_decoder(model_->get());
     const int32_t rc = encoder_only ? llama_encode(ctx_.get(), batch_.get()) : llama_decode(ctx_.get(), batch_.get());
-    if (rc == 0) return;
+    if (rc == 0) {
+        // Every token of an embedding batch is an output, and llama.cpp's output buffer keeps
+        // logits and an embedding for each (never shrinking): count it as it grows.
+        const size_t n_vocab = static_cast<size_t>(llama_vocab_n_tokens(model_->vocab()));
+        const size_t outputs = static_cast<size_t>(batch_.size()) * (n_vocab + size_t(n_embd_)) * sizeof(float);
+        output_bytes_        = std::max(output_bytes_, outputs);
+        return;
+    }
     if (mem) llama_memory_clear(mem, true);
     if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
     throw Error(ErrorKind::internal, "embedding decode failed (" + std::to_string(rc) + ")");

@@ -22,7 +22,9 @@ class Embedder {
     int32_t              n_threads() const { return n_threads_; }
     int32_t              n_embd() const { return n_embd_; }
     enum llama_pooling_type pooling() const { return pooling_; }
-    const ContextBytes & memory() const { return memory_; }
+    // What the context holds: its buffers as created, plus the output buffer's growth to the
+    // largest batch so far (llama.cpp logs only the first size).
+    ContextBytes memory() const { return {memory_.kv, memory_.compute + output_bytes_}; }
 
     // One pooled vector of n_embd() floats per input, not normalized. Every input must hold
     // 1..n_ctx() tokens (the caller truncates or refuses). Throws specd::Error: cancelled when
@@ -41,6 +43,7 @@ class Embedder {
     context_ptr               ctx_;
     Batch                     batch_; // (n_ctx) tokens, each in one sequence
     ContextBytes              memory_;
+    size_t                    output_bytes_ = 0; // the output buffer at the largest batch so far
     const std::atomic<bool> * cancel_ = nullptr; // set during embed(), read by llama's abort callback
 };
 

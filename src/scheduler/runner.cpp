@@ -160,6 +160,7 @@ void Runner::embed(Job & job, DoneInfo & done) {
         inputs.push_back(std::move(tokens));
     }
     done.embeddings           = embedder_->embed(inputs, job.cancel);
+    account_model(); // the output buffer grows with the largest batch
     done.stats.prompt_count   = done.stats.prompt_eval_count;
     done.stats.prompt_eval_ns = now_ns() - t0;
     done.reason               = DoneReason::stop;

@@ -92,3 +92,19 @@ TEST_F(EmbedderTest, CancelledBeforeStartThrows) {
         EXPECT_EQ(e.kind(), ErrorKind::cancelled);
     }
 }
+
+// Every token of an embedding batch is an output with logits: the memory the embedder reports
+// grows with its largest batch, so the ledger sees what llama.cpp's output buffer holds.
+TEST_F(EmbedderTest, MemoryCountsTheOutputBufferOfTheLargestBatch) {
+    const size_t before = embedder.memory().compute;
+    std::string  text;
+    for (int i = 0; i < 40; ++i) text += " word";
+    const auto tokens = tokenize_all(*model, {text});
+    embedder.embed(tokens, cancel);
+    const size_t per_output = (size_t(llama_vocab_n_tokens(model->vocab())) + size_t(embedder.n_embd())) * sizeof(float);
+    EXPECT_GE(embedder.memory().compute, before + tokens[0].size() * per_output);
+    // A smaller batch later does not shrink it (llama.cpp keeps the buffer).
+    const size_t after = embedder.memory().compute;
+    one("short");
+    EXPECT_EQ(embedder.memory().compute, after);
+}
