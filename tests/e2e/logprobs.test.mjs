@@ -56,7 +56,14 @@ describe('logprobs', () => {
     checkLogprobs(whole.logprobs, whole.message.content, 0);
     const { parts, text } = await collect(await h.srv.client.chat({ ...req, stream: true }));
     assert.equal(text, whole.message.content);
-    assert.deepEqual(parts.flatMap((p) => p.logprobs ?? []).map((lp) => lp.logprob), whole.logprobs.map((lp) => lp.logprob));
+    const streamed = parts.flatMap((p) => p.logprobs ?? []);
+    assert.deepEqual(streamed.map((lp) => lp.token), whole.logprobs.map((lp) => lp.token));
+    // The two runs may draft differently (the depth controller adapts to measured timings),
+    // and a verify batch rounds the last bits differently than single-token steps.
+    streamed.forEach((lp, i) => {
+      const ref = whole.logprobs[i].logprob;
+      assert.ok(Math.abs(lp.logprob - ref) <= 2e-3 * Math.max(1, Math.abs(ref)), `#${i}: ${lp.logprob} vs ${ref}`);
+    });
   });
 
   test('speculation on and off report the same logprobs', async () => {

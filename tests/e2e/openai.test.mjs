@@ -281,7 +281,10 @@ describe('openai /v1', () => {
     const { chunks, text } = await readChatStream(await openai.chat.completions.create({ ...req, stream: true }));
     assert.equal(text, whole.choices[0].message.content);
     const streamed = chunks.flatMap((c) => c.choices[0]?.logprobs?.content ?? []);
-    assert.deepEqual(streamed.map((e) => e.logprob), content.map((e) => e.logprob));
+    assert.deepEqual(streamed.map((e) => e.token), content.map((e) => e.token));
+    // Prompt lookup may draft differently in the two runs: the last bits can differ.
+    streamed.forEach((e, i) => assert.ok(Math.abs(e.logprob - content[i].logprob) <= 2e-3 * Math.max(1, Math.abs(content[i].logprob)),
+      `#${i}: ${e.logprob} vs ${content[i].logprob}`));
 
     const plain = await openai.chat.completions.create({ model: 'tiny', messages: history, temperature: 0, max_tokens: 4 });
     assert.equal(plain.choices[0].logprobs, null);
