@@ -1,6 +1,7 @@
 #include "grammar/regex_to_gbnf.h"
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -47,20 +48,6 @@ const Ranges k_space = {{0x09, 0x0D}, {0x20, 0x20}, {0xA0, 0xA0}, {0x1680, 0x168
 // `.` excludes the line terminators.
 const Ranges k_dot = complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}});
 
-void append_utf8(std::string & out, uint32_t cp) {
-    if (cp < 0x80) out += static_cast<char>(cp);
-    else if (cp < 0x800) out += static_cast<char>(0xC0 | (cp >> 6)), out += static_cast<char>(0x80 | (cp & 0x3F));
-    else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
 
 // The input comes from a parsed JSON document, so it is valid UTF-8.
 std::vector<uint32_t> decode_utf8(std::string_view s) {

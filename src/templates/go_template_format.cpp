@@ -1,5 +1,7 @@
 #include "templates/go_template_format.h"
 
+#include "core/utf8.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -36,23 +38,10 @@ size_t utf8_at(std::string_view s, size_t i, uint32_t & cp) {
     return n;
 }
 
-void append_utf8(std::string & out, uint32_t cp) {
+// As Go prints a rune: an invalid one becomes U+FFFD.
+void append_rune(std::string & out, uint32_t cp) {
     if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
+    append_utf8(out, cp);
 }
 
 size_t rune_count(std::string_view s) {
@@ -283,7 +272,7 @@ void bad_verb(std::string & out, char32_t verb, const Value & v);
 
 std::string quote_rune(uint32_t cp) {
     std::string s;
-    append_utf8(s, cp);
+    append_rune(s, cp);
     std::string q = go_quote(s);
     if (cp == '\'') return "'\\''";
     if (cp == '"') return "'\"'";
@@ -421,7 +410,7 @@ void print_arg(std::string & out, const Value & v, char32_t verb, const Spec & f
                     return;
                 case 'c': {
                     std::string s;
-                    append_utf8(s, static_cast<uint32_t>(std::clamp<int64_t>(v.as_int(), 0, 0x110000)));
+                    append_rune(s, static_cast<uint32_t>(std::clamp<int64_t>(v.as_int(), 0, 0x110000)));
                     pad(out, s, f);
                     return;
                 }
@@ -465,7 +454,7 @@ void print_arg(std::string & out, const Value & v, char32_t verb, const Spec & f
 
 void bad_verb(std::string & out, char32_t verb, const Value & v) {
     out += "%!";
-    append_utf8(out, verb);
+    append_rune(out, verb);
     out += '(';
     if (v.is_nil()) {
         out += "<nil>";
@@ -624,7 +613,7 @@ std::string sprintf(std::string_view format, std::span<const Value> args) {
         }
         if (arg >= args.size()) {
             out += "%!";
-            append_utf8(out, verb);
+            append_rune(out, verb);
             out += "(MISSING)";
             continue;
         }

@@ -1,6 +1,7 @@
 #include "templates/go_template_lexer.h"
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 #include <charconv>
 #include <cmath>
@@ -26,23 +27,6 @@ int hex_value(char c) {
     return -1;
 }
 
-void append_utf8(std::string & out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
 
 // Length of the UTF-8 sequence starting at s[0] and its code point; 1 and the byte for a
 // byte that does not start a valid sequence.
