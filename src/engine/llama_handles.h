@@ -4,6 +4,7 @@
 #include <gguf.h>
 #include <llama-cpp.h>
 #include <llama.h>
+#include <mtmd.h>
 
 #include <memory>
 
@@ -12,6 +13,12 @@ namespace specd::engine {
 using model_ptr   = llama_model_ptr;
 using context_ptr = llama_context_ptr;
 using sampler_ptr = llama_sampler_ptr;
+
+// mtmd's own owning handles (mtmd.h), under the names used here.
+using mtmd_ptr        = mtmd::context_ptr;
+using mtmd_bitmap_ptr = mtmd::bitmap_ptr;
+using mtmd_chunks_ptr = mtmd::input_chunks_ptr;
+using mtmd_chunk_ptr  = mtmd::input_chunk_ptr;
 
 struct gguf_deleter {
     void operator()(gguf_context * ctx) const { gguf_free(ctx); }

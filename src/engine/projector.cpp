@@ -12,18 +12,6 @@ namespace specd::engine {
 
 namespace {
 
-struct ChunksDeleter {
-    void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); }
-};
-struct ChunkDeleter {
-    void operator()(mtmd_input_chunk * c) const { mtmd_input_chunk_free(c); }
-};
-struct BitmapDeleter {
-    void operator()(mtmd_bitmap * b) const { mtmd_bitmap_free(b); }
-};
-using chunks_ptr = std::unique_ptr<mtmd_input_chunks, ChunksDeleter>;
-using bitmap_ptr = std::unique_ptr<mtmd_bitmap, BitmapDeleter>;
-
 uint64_t splitmix64(uint64_t x) {
     x += 0x9e3779b97f4a7c15ull;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -44,8 +32,6 @@ llama_token image_token(const std::string & identity, size_t i) {
 }
 
 } // namespace
-
-void Projector::Deleter::operator()(mtmd_context * ctx) const { mtmd_free(ctx); }
 
 Projector::~Projector() = default;
 
@@ -78,7 +64,7 @@ std::unique_ptr<Projector> Projector::load(const std::filesystem::path & mmproj,
 
 MultimodalPrompt Projector::tokenize(const std::string & text, const std::vector<ImagePtr> & images,
                                      bool add_special) const {
-    std::vector<bitmap_ptr>          owned;
+    std::vector<mtmd_bitmap_ptr>     owned;
     std::vector<const mtmd_bitmap *> bitmaps;
     for (const ImagePtr & img : images) {
         owned.emplace_back(mtmd_bitmap_init(uint32_t(img->width), uint32_t(img->height), img->rgb().data()));
@@ -86,7 +72,7 @@ MultimodalPrompt Projector::tokenize(const std::string & text, const std::vector
         mtmd_bitmap_set_id(owned.back().get(), img->identity.c_str());
         bitmaps.push_back(owned.back().get());
     }
-    chunks_ptr      chunks(mtmd_input_chunks_init());
+    mtmd_chunks_ptr chunks(mtmd_input_chunks_init());
     mtmd_input_text in{};
     in.text          = text.c_str();
     in.text_len      = text.size();
@@ -116,7 +102,7 @@ MultimodalPrompt Projector::tokenize(const std::string & text, const std::vector
         if (span.n_pos != mtmd_input_chunk_get_n_tokens(c)) {
             throw bad_request("the projector's image positions differ from its tokens, not supported yet");
         }
-        span.chunk = std::shared_ptr<const mtmd_input_chunk>(mtmd_input_chunk_copy(c), ChunkDeleter{});
+        span.chunk = mtmd_chunk_ptr(mtmd_input_chunk_copy(c));
         const std::string & id = images[image_index++]->identity;
         for (size_t k = 0; k < span.n_pos; ++k) out.tokens.push_back(image_token(id, k));
         out.images.push_back(std::move(span));

@@ -16,9 +16,6 @@
 #include <string>
 #include <vector>
 
-struct mtmd_context;
-struct mtmd_input_chunk;
-
 namespace specd::engine {
 
 // Where an image sits in a prompt's token sequence.
@@ -69,12 +66,9 @@ class Projector {
 
   private:
     Projector() = default;
-    struct Deleter {
-        void operator()(mtmd_context * ctx) const;
-    };
-    std::unique_ptr<mtmd_context, Deleter> ctx_;
-    const llama_vocab *                    vocab_      = nullptr; // the text model's
-    uint64_t                               size_bytes_ = 0;
+    mtmd_ptr            ctx_;
+    const llama_vocab * vocab_      = nullptr; // the text model's
+    uint64_t            size_bytes_ = 0;
 };
 
 // Tokens of a prompt that can go back to a client as Ollama's `context`: image positions
