@@ -1,7 +1,7 @@
 #include "engine/draft_model.h"
 
 #include "core/error.h"
-#include "engine/backend.h"
+#include "engine/context_factory.h"
 #include "engine/seq_state.h"
 
 #include <cstring>
@@ -49,10 +49,9 @@ DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint3
     cp.n_ubatch             = batch_.capacity();
     cp.n_seq_max            = 1;
     cp.n_threads = cp.n_threads_batch = 1; // drafts are small and latency-bound; see Session
-    LogCapture capture;
-    ctx_.reset(llama_init_from_model(model_->get(), cp));
-    if (!ctx_) throw bad_request("cannot create the draft model's context: " + capture.first_error());
-    memory_ = context_bytes(capture.buffer_lines(), *model_, n_ctx);
+    CreatedContext created = create_context(*model_, cp, "cannot create the draft model's context");
+    ctx_                   = std::move(created.ctx);
+    memory_                = created.bytes;
     const llama_token nl = llama_vocab_nl(model_->vocab());
     filler_              = nl != LLAMA_TOKEN_NULL ? nl : 0;
 }

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/backend.h"
+#include "engine/context_factory.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -46,20 +47,13 @@ Embedder::Embedder(std::shared_ptr<Model> model, uint32_t n_ctx, int32_t n_threa
     cp.n_threads_batch = n_threads_;
     cp.embeddings      = true;
     cp.pooling_type    = pooling_;
-    cp.abort_callback  = [](void * data) {
-        const auto * self = static_cast<const Embedder *>(data);
-        return self->cancel_ != nullptr && self->cancel_->load(std::memory_order_relaxed);
-    };
-    cp.abort_callback_data = this;
+    cp.abort_callback      = abort_when_cancelled;
+    cp.abort_callback_data = &cancel_;
 
-    LogCapture capture;
-    ctx_.reset(llama_init_from_model(model_->get(), cp));
-    if (!ctx_) {
-        const std::string why = capture.first_error();
-        throw bad_request("cannot create an embedding context of " + std::to_string(n_ctx_) + " tokens" +
-                          (why.empty() ? "" : ": " + why));
-    }
-    memory_ = context_bytes(capture.buffer_lines(), *model_, n_ctx_);
+    CreatedContext created = create_context(*model_, cp, "cannot create an embedding context of " +
+                                                             std::to_string(n_ctx_) + " tokens");
+    ctx_    = std::move(created.ctx);
+    memory_ = created.bytes;
 }
 
 void Embedder::run_batch(const std::atomic<bool> & cancel) {

@@ -1,7 +1,7 @@
 #include "engine/session.h"
 
 #include "core/error.h"
-#include "engine/backend.h"
+#include "engine/context_factory.h"
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/seq_state.h"
@@ -84,7 +84,6 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     batch_(std::max({1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_)), 1 + k_forced_max + k_spec_max}), 1),
     speller_(*model_),
     cache_(std::move(cache)) {
-    ensure_backend();
     const int32_t n_ctx     = static_cast<int32_t>(n_ctx_);
     const int32_t n_threads = opts.num_thread > 0 ? opts.num_thread : default_threads(*model_);
 
@@ -95,20 +94,12 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     cp.n_seq_max           = 1;
     cp.n_threads           = n_threads;
     cp.n_threads_batch     = n_threads;
-    cp.abort_callback      = [](void * data) {
-        const auto * self = static_cast<const Session *>(data);
-        return self->cancel_ != nullptr && self->cancel_->load(std::memory_order_relaxed);
-    };
-    cp.abort_callback_data = this;
+    cp.abort_callback      = abort_when_cancelled;
+    cp.abort_callback_data = &cancel_;
 
-    LogCapture capture;
-    ctx_.reset(llama_init_from_model(model_->get(), cp));
-    if (!ctx_) {
-        const std::string why = capture.first_error();
-        throw bad_request("cannot create a context of " + std::to_string(n_ctx) + " tokens" +
-                          (why.empty() ? "" : ": " + why));
-    }
-    memory_.target = context_bytes(capture.buffer_lines(), *model_, n_ctx_);
+    CreatedContext created = create_context(*model_, cp, "cannot create a context of " + std::to_string(n_ctx) + " tokens");
+    ctx_           = std::move(created.ctx);
+    memory_.target = created.bytes;
     if (draft) {
         draft_        = std::make_unique<DraftModel>(std::move(draft), *model_, n_ctx_, batch_.capacity());
         memory_.draft = draft_->memory();

@@ -1,0 +1,26 @@
+#include "engine/context_factory.h"
+
+#include "core/error.h"
+#include "engine/backend.h"
+
+namespace specd::engine {
+
+CreatedContext create_context(const Model & model, const llama_context_params & params, const std::string & what) {
+    ensure_backend();
+    LogCapture     capture;
+    CreatedContext out;
+    out.ctx.reset(llama_init_from_model(model.get(), params));
+    if (!out.ctx) {
+        const std::string why = capture.first_error();
+        throw bad_request(what + (why.empty() ? "" : ": " + why));
+    }
+    out.bytes = context_bytes(capture.buffer_lines(), model, params.n_ctx);
+    return out;
+}
+
+bool abort_when_cancelled(void * data) {
+    const auto * cancel = *static_cast<const std::atomic<bool> * const *>(data);
+    return cancel != nullptr && cancel->load(std::memory_order_relaxed);
+}
+
+} // namespace specd::engine
