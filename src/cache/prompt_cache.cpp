@@ -97,12 +97,8 @@ bool PromptCache::store(const std::string & ns, SeqState target, std::optional<S
     // make_room_locked may have emptied and dropped this namespace's trie.
     const PromptTrie::Insert ins = tries_[ns].insert(e->target.tokens, e->id);
     for (entry_id old : ins.superseded) {
-        auto it = entries_.find(old);
-        if (it == entries_.end()) continue;
-        // The trie already dropped it; only the accounting is left.
-        bytes_  -= it->second->bytes();
-        tokens_ -= it->second->target.tokens.size();
-        entries_.erase(it);
+        // The trie already dropped it (its erase finds nothing); the rest of the removal is the same.
+        if (auto it = entries_.find(old); it != entries_.end()) remove_locked(std::shared_ptr<CacheEntry>(it->second));
     }
     bytes_  += bytes;
     tokens_ += e->target.tokens.size();
