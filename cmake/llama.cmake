@@ -13,17 +13,26 @@ set(SPECD_LLAMA_DIR "" CACHE PATH "Use this llama.cpp source tree instead of the
 set(SPECD_LLAMA_PREFIX "" CACHE PATH "Prefix staged by scripts/llama.sh (found automatically)")
 
 find_package(Threads REQUIRED)
+# https pulls: cpp-httplib is built with OpenSSL, and every file that includes httplib.h must
+# see the same CPPHTTPLIB_OPENSSL_SUPPORT (the classes differ with it).
+find_package(OpenSSL 3 REQUIRED)
 add_library(specd_llama INTERFACE)
 add_library(specd::llama ALIAS specd_llama)
 
 if(SPECD_LLAMA_DIR)
   set(LLAMA_BUILD_COMMON ON CACHE BOOL "" FORCE)
   set(LLAMA_BUILD_MTMD ON CACHE BOOL "" FORCE)
+  set(LLAMA_OPENSSL ON CACHE BOOL "" FORCE)
   foreach(opt LLAMA_BUILD_TESTS LLAMA_BUILD_TOOLS LLAMA_BUILD_EXAMPLES LLAMA_BUILD_SERVER
-              LLAMA_BUILD_APP LLAMA_OPENSSL BUILD_SHARED_LIBS)
+              LLAMA_BUILD_APP BUILD_SHARED_LIBS)
     set(${opt} OFF CACHE BOOL "" FORCE)
   endforeach()
   add_subdirectory(${SPECD_LLAMA_DIR} ${CMAKE_BINARY_DIR}/llama.cpp EXCLUDE_FROM_ALL)
+  # cpp-httplib exports CPPHTTPLIB_OPENSSL_SUPPORT and OpenSSL itself when it found OpenSSL.
+  get_target_property(_httplib_defs cpp-httplib INTERFACE_COMPILE_DEFINITIONS)
+  if(NOT _httplib_defs MATCHES "CPPHTTPLIB_OPENSSL_SUPPORT")
+    message(FATAL_ERROR "${SPECD_LLAMA_DIR}: cpp-httplib was configured without OpenSSL (install libssl-dev)")
+  endif()
   target_link_libraries(specd_llama INTERFACE llama-common mtmd cpp-httplib llama ggml)
   target_include_directories(specd_llama INTERFACE
     ${SPECD_LLAMA_DIR}/tools/mtmd ${SPECD_LLAMA_DIR}/vendor ${SPECD_LLAMA_DIR}/vendor/cpp-httplib)
@@ -31,6 +40,18 @@ if(SPECD_LLAMA_DIR)
   return()
 endif()
 
+# scripts/llama.sh's BUILD_CONFIG: a prefix staged with other flags (an older cache, e.g.
+# without TLS) is not used, whoever named it; the pinned one is prepared instead.
+set(_want_config "tls")
+set(_have_config "")
+if(SPECD_LLAMA_PREFIX AND EXISTS ${SPECD_LLAMA_PREFIX}/CONFIG)
+  file(STRINGS ${SPECD_LLAMA_PREFIX}/CONFIG _have_config LIMIT_COUNT 1)
+endif()
+if(SPECD_LLAMA_PREFIX AND NOT _have_config STREQUAL _want_config)
+  message(STATUS "specd: ${SPECD_LLAMA_PREFIX} was staged without the '${_want_config}' build config; "
+                 "using the pinned llama.cpp instead")
+  set(SPECD_LLAMA_PREFIX "")
+endif()
 if(NOT SPECD_LLAMA_PREFIX)
   message(STATUS "specd: preparing the pinned llama.cpp (cached after the first time)")
   execute_process(
@@ -58,7 +79,8 @@ list(TRANSFORM _libs PREPEND specd_llama_)
 # The archives reference each other in both directions (ggml <-> ggml-cpu); a link group
 # resolves that without listing them twice.
 target_link_libraries(specd_llama INTERFACE
-  "$<LINK_GROUP:RESCAN,${_libs}>" Threads::Threads ${CMAKE_DL_LIBS})
+  "$<LINK_GROUP:RESCAN,${_libs}>" OpenSSL::SSL OpenSSL::Crypto Threads::Threads ${CMAKE_DL_LIBS})
+target_compile_definitions(specd_llama INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT)
 target_include_directories(specd_llama SYSTEM INTERFACE
   ${_p}/include ${_p}/include/common ${_p}/include/mtmd ${_p}/vendor ${_p}/vendor/cpp-httplib)
 set(SPECD_LLAMA_MODELS ${_p}/models)

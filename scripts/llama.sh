@@ -3,7 +3,10 @@
 # and builds its libraries once into a cache keyed by the pin. Prints the install prefix.
 #
 # The cache lives outside the work tree so a fresh clone on the same machine reuses it:
-#   ${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}/llama-<commit>-<variant>
+#   ${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}/llama-<commit>/src        the source
+#   ${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}/llama-<commit>-<config>/  build, prefix
+# The build key carries the build configuration (BUILD_CONFIG below), so changing how the
+# libraries are built (e.g. turning TLS on) never reuses a prefix built the old way.
 # llama.cpp is always built in Release: sanitizer builds of specd instrument specd's own code
 # and link these libraries, which keeps them fast enough to test.
 set -euo pipefail
@@ -13,8 +16,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/llama.pin"
 
 cache_root="${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}"
-key="llama-${LLAMA_COMMIT}"
-src_dir="$cache_root/$key/src"
+# Bump when the cmake flags below change what the libraries contain. "tls": cpp-httplib built
+# with OpenSSL (LLAMA_OPENSSL=ON), which https pulls need; cmake/llama.cmake checks it.
+BUILD_CONFIG="tls"
+key="llama-${LLAMA_COMMIT}-${BUILD_CONFIG}"
+src_dir="$cache_root/llama-${LLAMA_COMMIT}/src"
 build_dir="$cache_root/$key/build"
 prefix="$cache_root/$key/prefix"
 jobs="${SPECD_JOBS:-$(nproc)}"
@@ -51,6 +57,12 @@ fetch_source() {
 
 build_libs() {
   if [ -f "$prefix/.specd-ok" ]; then return; fi
+  # Two configures at once (two build dirs, or setup.sh beside cmake) would share one build
+  # dir; the second waits and then finds the prefix complete.
+  mkdir -p "$cache_root"
+  exec 9>"$cache_root/$key.lock"
+  flock 9
+  if [ -f "$prefix/.specd-ok" ]; then return; fi
   log "building llama.cpp libraries into $prefix (one time, several minutes)"
   cmake -S "$src_dir" -B "$build_dir" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release \
@@ -59,10 +71,15 @@ build_libs() {
     -DLLAMA_BUILD_COMMON=ON \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-    -DLLAMA_BUILD_MTMD=ON -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_BUILD_MTMD=ON -DLLAMA_OPENSSL=ON \
     -DGGML_NATIVE=ON -DGGML_OPENMP=OFF \
     -DCMAKE_INSTALL_PREFIX="$prefix" >&2
   cmake --build "$build_dir" -j "$jobs" --target llama ggml ggml-base ggml-cpu llama-common llama-common-base mtmd cpp-httplib >&2
+  # find_package(OpenSSL) failing only warns upstream and builds cpp-httplib without TLS.
+  if ! grep -q 'CPPHTTPLIB_OPENSSL_SUPPORT' "$build_dir/build.ninja"; then
+    log "cpp-httplib was built without OpenSSL: install the OpenSSL headers (libssl-dev)"
+    exit 1
+  fi
   stage_prefix
   touch "$prefix/.specd-ok"
 }
@@ -83,6 +100,7 @@ stage_prefix() {
   cp "$src_dir"/models/ggml-vocab-*.gguf "$prefix/models/"
   cp -r "$src_dir/models/templates" "$prefix/models/templates"
   echo "$LLAMA_COMMIT" > "$prefix/COMMIT"
+  echo "$BUILD_CONFIG" > "$prefix/CONFIG"
 }
 
 # llama-server from the same tree, only for the benchmarks' side-by-side runs.

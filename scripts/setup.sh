@@ -5,7 +5,8 @@
 #   usage: scripts/setup.sh [EXTRA_PACKAGE...]   (e.g. the fuzzers' clang)
 set -euo pipefail
 
-packages=(cmake ninja-build g++ git ca-certificates openssl libgtest-dev nodejs npm curl "$@")
+# libssl-dev: llama.cpp's cpp-httplib is built with OpenSSL for https pulls (scripts/llama.sh).
+packages=(cmake ninja-build g++ git ca-certificates openssl libssl-dev libgtest-dev nodejs npm curl "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,7 +5,9 @@
 
 #include <httplib.h>
 
+#include <cstdlib>
 #include <exception>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +30,15 @@ std::string registry_message(const std::string & body) {
         return j["error"].get<std::string>();
     }
     return "";
+}
+
+// httplib's words for a failed request, with what to do about an untrusted certificate.
+std::string transport_failure(httplib::Error error) {
+    std::string out = httplib::to_string(error);
+    if (error == httplib::Error::SSLServerVerification || error == httplib::Error::SSLServerHostnameVerification) {
+        out += " (the registry's certificate is not trusted; for a private CA set SPECD_CA_FILE to its PEM file)";
+    }
+    return out;
 }
 
 std::string http_failure(int status, const std::string & body) {
@@ -55,6 +66,17 @@ RegistryClient::RegistryClient(const RegistryRef & ref) : ref_(ref) {
                           "true, can be used");
     }
     http_ = std::make_unique<httplib::Client>(ref_.origin());
+#ifdef CPPHTTPLIB_SSL_ENABLED
+    // Certificates are always verified. SPECD_CA_FILE (a PEM bundle) replaces the system's
+    // trust store, for a registry with a private CA; OpenSSL's SSL_CERT_FILE works as well.
+    if (const char * ca = std::getenv("SPECD_CA_FILE"); ca != nullptr && *ca != '\0' && ref_.scheme == "https") {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(ca, ec)) {
+            throw bad_request("SPECD_CA_FILE names no readable file (" + std::filesystem::path(ca).filename().string() + ")");
+        }
+        http_->set_ca_cert_path(ca);
+    }
+#endif
     http_->set_connection_timeout(10);
     http_->set_read_timeout(60);
     http_->set_follow_location(true);
@@ -96,7 +118,7 @@ std::string RegistryClient::get_manifest(size_t max_bytes) {
         throw Error(ErrorKind::internal, what + ": the manifest is larger than " + std::to_string(max_bytes) + " bytes");
     }
     if (!res) {
-        throw Error(ErrorKind::internal, what + ": " + httplib::to_string(res.error()));
+        throw Error(ErrorKind::internal, what + ": " + transport_failure(res.error()));
     }
     if (status == 404) {
         throw Error(ErrorKind::not_found, "pull model manifest: model \"" + ref_.name.display() +
@@ -154,7 +176,7 @@ void RegistryClient::get_blob(std::string_view digest, uint64_t offset, const st
     }
     const std::string what = "download of " + std::string(digest) + " from " + ref_.origin();
     if (!res) {
-        throw Error(ErrorKind::internal, what + " failed: " + httplib::to_string(res.error()));
+        throw Error(ErrorKind::internal, what + " failed: " + transport_failure(res.error()));
     }
     if (status == 416 && offset > 0) {
         // The range is past the end: the blob is not what the partial download was of.

@@ -1,8 +1,9 @@
 #pragma once
 // GETs from an OCI distribution registry (cpp-httplib): a manifest, capped in size, and
 // blobs streamed to a callback, from an offset with a Range request. Redirects are followed
-// (registries send blobs to a CDN). https needs a build with TLS support; without it an
-// https registry is a clear error, not a failed connection.
+// (registries send blobs to a CDN). https certificates are verified against the system's
+// CAs, or the PEM bundle SPECD_CA_FILE names; a build without TLS support refuses https
+// registries with a clear error rather than a failed connection.
 #include "models/registry_ref.h"
 
 #include <cstdint>

@@ -1,8 +1,11 @@
 // Pulling models from a registry (POST /api/pull, `specd pull`), against a local registry
 // (registry_server.mjs) filled with the fixture GGUFs: progress lines, layers already in the
 // store, tampered and oversized blobs, a traversal digest, a broken transfer resumed with a
-// Range request, unknown models, and hf.co names through SPECD_HF_ENDPOINT.
+// Range request, unknown models, hf.co names through SPECD_HF_ENDPOINT, and an https registry
+// whose self-signed certificate is trusted only through SPECD_CA_FILE. (Real registries,
+// registry.ollama.ai and hf.co, cannot be reached from the test machines.)
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
@@ -270,10 +273,50 @@ describe('pull', () => {
       assert.match(r.body.error, why, JSON.stringify(body));
     }
     assert.equal(reg.requests.length, seen);
-    // The default registry is https: without TLS in this build that is said plainly.
-    const tls = await postRaw(`${h.srv.url}/api/pull`, { model: 'tiny' });
-    if (tls.status === 400) assert.match(tls.body.error, /TLS/);
-    else assert.ok(tls.status >= 400, `status ${tls.status}`);
+  });
+
+  test('https: a registry with a self-signed certificate, trusted only through SPECD_CA_FILE', async () => {
+    // A CA-less self-signed certificate for 127.0.0.1, made now with the openssl CLI.
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'specd-e2e-tls-'));
+    const key = path.join(dir, 'key.pem');
+    const cert = path.join(dir, 'cert.pem');
+    execFileSync('openssl', [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1',
+      '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+    ], { stdio: 'ignore' });
+    const secure = await startRegistry({ tls: { key: fs.readFileSync(key), cert: fs.readFileSync(cert) } });
+    try {
+      secure.addModel('ns/tls', 'v1', {
+        layers: [
+          { mediaType: MODEL_TYPE, bytes: tinyGguf },
+          { mediaType: PARAMS_TYPE, bytes: Buffer.from(JSON.stringify({ num_predict: 2 })) },
+        ],
+        config: config(tinyGguf),
+      });
+      const name = `https://${secure.host}/ns/tls:v1`;
+      const direct = { SPECD_HOST: `127.0.0.1:${await freePort()}`, SPECD_MODELS: path.join(dir, 'models') };
+
+      // Not trusted by default: verification is never skipped.
+      const refused = await runCli(['pull', name], { env: direct });
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.match(refused.stderr, /certificate is not trusted.*SPECD_CA_FILE/);
+      assert.equal(secure.requests.length, 0, 'no request got past the handshake');
+
+      const pulled = await runCli(['pull', name], { env: { ...direct, SPECD_CA_FILE: cert } });
+      assert.equal(pulled.code, 0, pulled.stderr);
+      assert.match(pulled.stderr, /success/);
+      assert.deepEqual(secure.requests.map((r) => r.path).slice(0, 1), ['/v2/ns/tls/manifests/v1']);
+      const ls = await runCli(['list'], { env: direct });
+      assert.match(ls.stdout, new RegExp(`${secure.host.replace(/[.]/g, '\\.')}/ns/tls:v1`));
+
+      // A CA file that does not exist is said plainly, not a handshake failure.
+      const missing = await runCli(['pull', name], { env: { ...direct, SPECD_CA_FILE: path.join(dir, 'nope.pem') } });
+      assert.equal(missing.code, 1);
+      assert.match(missing.stderr, /SPECD_CA_FILE names no readable file \(nope\.pem\)/);
+    } finally {
+      await secure.close();
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('hf.co/USER/REPO:QUANT goes to the Hugging Face endpoint (SPECD_HF_ENDPOINT)', async () => {

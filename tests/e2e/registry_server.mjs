@@ -1,4 +1,5 @@
-// A local OCI distribution registry for the pull tests (plain node http, loopback only):
+// A local OCI distribution registry for the pull tests (node http, or https with a given key
+// and certificate; loopback only):
 //   GET /v2/<repository>/manifests/<tag>   the manifest as stored (JSON, or raw text)
 //   GET /v2/<repository>/blobs/<digest>    a blob, honouring "Range: bytes=N-" with a 206
 // Every request is logged (method, path, Range header) so tests can assert what was fetched.
@@ -6,6 +7,7 @@
 
 import crypto from 'node:crypto';
 import http from 'node:http';
+import https from 'node:https';
 
 export const MANIFEST_TYPE = 'application/vnd.docker.distribution.manifest.v2+json';
 export const CONFIG_TYPE = 'application/vnd.docker.container.image.v1+json';
@@ -17,13 +19,14 @@ export function sha256(bytes) {
   return 'sha256:' + crypto.createHash('sha256').update(bytes).digest('hex');
 }
 
-export async function startRegistry() {
+/** tls: {key, cert} (PEM) serves https instead of http. */
+export async function startRegistry({ tls } = {}) {
   const manifests = new Map(); // "<repository>:<tag>" -> string body
   const blobs = new Map(); // digest -> Buffer
   const cuts = new Map(); // digest -> bytes to send before closing the connection (once)
   const requests = [];
 
-  const server = http.createServer((req, res) => {
+  const handler = (req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://registry').pathname);
     requests.push({ method: req.method, path, range: req.headers.range ?? null });
     const notFound = (code, message) => {
@@ -67,14 +70,16 @@ export async function startRegistry() {
       return res.end(bytes.subarray(start));
     }
     notFound('NAME_UNKNOWN', 'not found');
-  });
+  };
+  const server = tls ? https.createServer({ key: tls.key, cert: tls.cert }, handler) : http.createServer(handler);
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address();
+  const scheme = tls ? 'https' : 'http';
 
   return {
     port,
     host: `127.0.0.1:${port}`,
-    url: `http://127.0.0.1:${port}`,
+    url: `${scheme}://127.0.0.1:${port}`,
     requests,
     /** Stores bytes under their digest (or under `digest` to serve bytes that do not match it). */
     putBlob(bytes, digest = sha256(bytes)) {
