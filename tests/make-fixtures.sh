@@ -19,6 +19,12 @@
 #                                   projector for it: every image is 16 tokens (64x64 pixels,
 #                                   4x4 patches pooled 4x4). mtmd only needs the text model's
 #                                   n_embd to match; the image markers are plain text here.
+#   tiny-lora.gguf                  a random LoRA adapter for tiny.gguf (every attention and
+#                                   feed-forward matrix, rank 8): changes its greedy answers
+#   small-lora.gguf                 the same for an n_embd 32 model: does not fit tiny.gguf
+#   vocab-bert-bge.gguf, vocab-starcoder.gguf
+#                                   llama.cpp's vocab-only files, copied: an embedding model
+#                                   (BERT, non-causal) and a vocabulary with FIM tokens
 set -euo pipefail
 
 if [ $# -ne 3 ]; then
@@ -78,6 +84,11 @@ fixture pair-low "pair-low-draft.gguf pair-low-target.gguf" \
 fixture vision-text "vision-text.gguf" --vocab "$phi3" --out "$out/vision-text.gguf" --seed 4
 mmproj_args=(projector --type gemma3 --n-embd-text 64 --seed 4)
 fixture vision-mmproj "vision-mmproj.gguf" "${mmproj_args[@]}" --out "$out/vision-mmproj.gguf"
+fixture tiny-lora "tiny-lora.gguf" lora --out "$out/tiny-lora.gguf" --seed 5
+fixture small-lora "small-lora.gguf" lora --n-embd 32 --out "$out/small-lora.gguf" --seed 5
+for vocab in bert-bge starcoder; do
+  cmp -s "$models/ggml-vocab-$vocab.gguf" "$out/vocab-$vocab.gguf" || cp "$models/ggml-vocab-$vocab.gguf" "$out/vocab-$vocab.gguf"
+done
 
 # Determinism: regenerate elsewhere and compare bytes.
 check=$(mktemp -d)

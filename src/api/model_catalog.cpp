@@ -3,7 +3,13 @@
 #include "templates/ollama_prompt.h"
 
 #include "api/ollama_response.h"
+#include "engine/adapter_check.h"
 #include "engine/gguf_info.h"
+#include "engine/model_traits.h"
+#include "engine/quantizer.h"
+
+#include <map>
+#include <mutex>
 
 namespace specd::api {
 
@@ -45,6 +51,38 @@ models::ResolvedModel resolve_or_404(const models::Store & store, const models::
     }
 }
 
+// Traits of a model blob: a vocabulary load costs milliseconds to a second, and a blob's
+// bytes never change, so each digest is read once per process.
+engine::ModelTraits traits_of(const models::ResolvedModel & r) {
+    static std::mutex                                  mu;
+    static std::map<std::string, engine::ModelTraits> cache;
+    const models::Layer * layer = r.manifest.find(models::media_type::model);
+    const std::string     key   = layer ? layer->digest : r.model_gguf.string();
+    {
+        std::lock_guard lock(mu);
+        if (auto it = cache.find(key); it != cache.end()) return it->second;
+    }
+    const engine::ModelTraits traits = engine::read_model_traits(r.model_gguf);
+    std::lock_guard lock(mu);
+    cache.emplace(key, traits);
+    return traits;
+}
+
+// `messages` of /api/create: [{role, content}], roles as a Modelfile's MESSAGE allows.
+std::vector<models::ModelfileMessage> parse_create_messages(const json & messages) {
+    if (!messages.is_array()) throw bad_request("messages must be a list of {role, content}");
+    std::vector<models::ModelfileMessage> out;
+    for (const auto & m : messages) {
+        if (!m.is_object()) throw bad_request("messages must be a list of {role, content}");
+        const std::string role = require_string(m, "role");
+        if (role != "system" && role != "user" && role != "assistant") {
+            throw bad_request("messages: role must be one of \"system\", \"user\", or \"assistant\", got \"" + role + "\"");
+        }
+        out.push_back({role, opt_string(m, "content").value_or("")});
+    }
+    return out;
+}
+
 } // namespace
 
 std::string bare_digest(const std::string & digest) {
@@ -62,7 +100,9 @@ ServedModel catalog_resolve(const models::Store & store, const std::string & nam
     m.files.draft  = r.draft;
     m.files.projector = r.projector;
     m.files.template_text = r.template_text;
+    m.files.adapters = r.adapters;
     m.params       = r.params;
+    for (const auto & msg : r.messages) m.messages.push_back({msg.role, msg.content, {}});
     return m;
 }
 
@@ -99,6 +139,19 @@ json catalog_show(const models::Store & store, const std::string & name) {
                 {"details", details_of(r.config)},
                 {"model_info", model_info},
                 {"capabilities", r.projector ? json::array({"completion", "vision"}) : json::array({"completion"})}};
+    // Ollama: an embedding model lists "embedding" instead of "completion".
+    const engine::ModelTraits traits = traits_of(r);
+    auto & capabilities = out["capabilities"];
+    if (traits.embedding) {
+        for (auto it = capabilities.begin(); it != capabilities.end(); ++it) {
+            if (*it == "completion") {
+                capabilities.erase(it);
+                break;
+            }
+        }
+        capabilities.push_back("embedding");
+    }
+    if (traits.fill_in_middle) capabilities.push_back("insert");
     if (r.projector) {
         // Ollama's projector_info: the projector GGUF's metadata.
         json projector_info = json::object();
@@ -158,10 +211,20 @@ void catalog_create(models::Store & store, const json & body, const std::functio
     }
     if (auto v = opt_string(body, "system")) mf.system = *v;
     if (auto v = opt_string(body, "template"); v && !v->empty()) mf.template_text = *v;
-    if (auto it = body.find("adapters"); it != body.end() && !it->is_null() && !it->empty()) {
-        throw bad_request("adapters are not supported yet");
+    if (auto it = body.find("adapters"); it != body.end() && !it->is_null()) {
+        if (!it->is_object()) throw bad_request("adapters must be an object of file name -> digest");
+        for (const auto & [file, digest] : it->items()) {
+            if (!digest.is_string()) throw bad_request("adapters: digest of " + file + " must be a string");
+            const auto path = store.blob_path(digest.get<std::string>()); // validates the digest
+            if (!store.has_blob(digest.get<std::string>())) {
+                throw bad_request("adapter blob " + digest.get<std::string>() + " not found; upload it to /api/blobs first");
+            }
+            mf.adapters.push_back(path.string());
+        }
     }
-    if (auto it = body.find("quantize"); it != body.end() && !it->is_null()) throw bad_request("quantize is not supported");
+    if (auto it = body.find("messages"); it != body.end() && !it->is_null()) mf.messages = parse_create_messages(*it);
+    std::function<void(const std::filesystem::path &, const std::filesystem::path &)> quantize;
+    if (auto q = opt_string(body, "quantize"); q && !q->empty()) quantize = quantize_rewrite(*q, progress);
     if (auto it = body.find("parameters"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) throw bad_request("parameters must be an object");
         for (const auto & [key, value] : it->items()) {
@@ -179,6 +242,7 @@ void catalog_create(models::Store & store, const json & body, const std::functio
     }
     models::CreateOptions opts = create_options(progress);
     opts.allow_local_files     = false; // a client names stored models and uploaded blobs, never paths
+    opts.rewrite_model = std::move(quantize);
     try {
         store.create(name, mf, store.root(), opts);
     } catch (const Error & e) {
@@ -203,12 +267,31 @@ void check_draft_vocab(const std::filesystem::path & model_gguf, const std::file
     }
 }
 
+void check_adapter_fits(const std::filesystem::path & model_gguf, const std::filesystem::path & adapter_gguf) {
+    if (auto why = engine::lora_adapter_mismatch(model_gguf, adapter_gguf); !why.empty()) {
+        throw bad_request("ADAPTER cannot be used with this model: " + why);
+    }
+}
+
+std::function<void(const std::filesystem::path &, const std::filesystem::path &)>
+quantize_rewrite(const std::string & type, std::function<void(const std::string &)> progress) {
+    const auto quantize = engine::parse_quantize_type(type);
+    if (!quantize) {
+        throw bad_request("unsupported quantization type " + type + "; supported: " + engine::supported_quantize_types());
+    }
+    return [quantize = *quantize, progress = std::move(progress)](const std::filesystem::path & in,
+                                                                   const std::filesystem::path & out) {
+        engine::quantize_model(in, out, quantize, progress);
+    };
+}
+
 models::CreateOptions create_options(std::function<void(const std::string &)> progress) {
     models::CreateOptions opts;
     opts.allow_template = true;
     opts.check_template = [](const std::string & text) { templates::parse_ollama_template(text); };
     opts.describe    = describe_gguf;
     opts.check_draft = check_draft_vocab;
+    opts.check_adapter = check_adapter_fits;
     opts.progress    = std::move(progress);
     return opts;
 }

@@ -11,8 +11,9 @@
 namespace specd::api {
 
 struct ServedModel {
-    ModelFiles         files;
-    models::Parameters params;
+    ModelFiles           files;
+    models::Parameters   params;
+    std::vector<Message> messages; // the Modelfile's MESSAGEs: a chat's history starts with them
 };
 
 // Throws specd::Error: bad_request for an invalid name, not_found for an unknown model.
@@ -25,7 +26,9 @@ void catalog_copy(models::Store & store, const std::string & source, const std::
 
 // Ollama's structured /api/create: {model, from | files, system, parameters, ...}. `from`
 // names a stored model; `files` maps file names to blob digests already uploaded through
-// /api/blobs (the first .gguf one is the model). Paths are never taken from a client.
+// /api/blobs (the first .gguf one is the model); `adapters` maps LoRA file names to uploaded
+// digests; `quantize` (e.g. "q4_K_M") quantizes an F32/F16/BF16 model while it is stored.
+// Paths are never taken from a client.
 void catalog_create(models::Store & store, const json & body, const std::function<void(const std::string &)> & progress);
 
 // Ollama lists digests as bare hex ("a2af..."), without the "sha256:" prefix.
@@ -38,7 +41,15 @@ models::ModelConfig describe_gguf(const std::filesystem::path & gguf);
 // difference otherwise).
 void check_draft_vocab(const std::filesystem::path & model_gguf, const std::filesystem::path & draft_gguf);
 
-// The create options every create path uses: GGUF details and the DRAFT check.
+// Create-time check of an ADAPTER (a 400 naming what does not fit the model otherwise).
+void check_adapter_fits(const std::filesystem::path & model_gguf, const std::filesystem::path & adapter_gguf);
+
+// CreateOptions::rewrite_model for a quantization type a user named ("q4_K_M"); throws
+// bad_request for an unknown type.
+std::function<void(const std::filesystem::path &, const std::filesystem::path &)>
+quantize_rewrite(const std::string & type, std::function<void(const std::string &)> progress);
+
+// The create options every create path uses: GGUF details and the DRAFT and ADAPTER checks.
 models::CreateOptions create_options(std::function<void(const std::string &)> progress);
 
 } // namespace specd::api

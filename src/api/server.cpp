@@ -398,6 +398,11 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
         throw bad_request("model \"" + m.files.name + "\" does not support images (it has no vision projector)");
     }
     d.request.model       = m.files;
+    if (d.request.prompt.kind == PromptSpec::Kind::chat && !d.request.load_only && !m.messages.empty()) {
+        // As Ollama: the model's MESSAGEs are the start of every conversation with it.
+        auto & messages = d.request.prompt.messages;
+        messages.insert(messages.begin(), m.messages.begin(), m.messages.end());
+    }
     d.request.context.num_ctx = cfg_.default_num_ctx;
     apply_options(m.params, d.options, d.request);
     if (cfg_.no_draft) d.request.generate.draft_num_predict = 0;

@@ -52,6 +52,7 @@ struct ModelFiles {
     std::optional<std::filesystem::path> draft; // the Modelfile's DRAFT: a speculation model
     std::optional<std::filesystem::path> projector; // a second FROM: the vision projector (mmproj)
     std::optional<std::string>           template_text; // the Modelfile's TEMPLATE (Ollama Go syntax)
+    std::vector<std::filesystem::path>   adapters; // the Modelfile's ADAPTERs: LoRA GGUFs, in order
 };
 
 using KeepAlive = std::chrono::nanoseconds; // negative: forever

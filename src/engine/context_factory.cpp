@@ -3,6 +3,8 @@
 #include "core/error.h"
 #include "engine/backend.h"
 
+#include <vector>
+
 namespace specd::engine {
 
 CreatedContext create_context(const Model & model, const llama_context_params & params, const std::string & what) {
@@ -13,6 +15,15 @@ CreatedContext create_context(const Model & model, const llama_context_params & 
     if (!out.ctx) {
         const std::string why = capture.first_error();
         throw bad_request(what + (why.empty() ? "" : ": " + why));
+    }
+    if (!model.adapters().empty()) {
+        // Every context of the model (session, embedder) computes with its adapters, or the
+        // same model would answer differently depending on which context served it.
+        std::vector<llama_adapter_lora *> adapters = model.adapters();
+        std::vector<float>                scales(adapters.size(), 1.0f);
+        if (llama_set_adapters_lora(out.ctx.get(), adapters.data(), adapters.size(), scales.data()) != 0) {
+            throw bad_request(what + ": the model's LoRA adapters could not be applied");
+        }
     }
     out.bytes = context_bytes(capture.buffer_lines(), model, params.n_ctx);
     return out;

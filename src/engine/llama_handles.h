@@ -1,6 +1,7 @@
 #pragma once
 // Owning handles for every llama.cpp / mtmd / gguf C object specd uses. Nothing else in the
 // code base calls a *_free function directly.
+#include <ggml-cpp.h> // ggml_context_ptr: metadata-only tensor contexts of GGUF headers
 #include <gguf.h>
 #include <llama-cpp.h>
 #include <llama.h>
@@ -19,6 +20,13 @@ using mtmd_ptr        = mtmd::context_ptr;
 using mtmd_bitmap_ptr = mtmd::bitmap_ptr;
 using mtmd_chunks_ptr = mtmd::input_chunks_ptr;
 using mtmd_chunk_ptr  = mtmd::input_chunk_ptr;
+
+// A LoRA adapter must be freed before the model it was loaded for (llama.h); Model keeps its
+// adapters in a member declared after the model handle for that reason.
+struct adapter_lora_deleter {
+    void operator()(llama_adapter_lora * adapter) const { llama_adapter_lora_free(adapter); }
+};
+using adapter_lora_ptr = std::unique_ptr<llama_adapter_lora, adapter_lora_deleter>;
 
 struct gguf_deleter {
     void operator()(gguf_context * ctx) const { gguf_free(ctx); }

@@ -58,6 +58,20 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path & path, const Mod
         throw bad_request("failed to load model " + shown + (reason.empty() ? "" : ": " + reason));
     }
     m->vocab_ = llama_model_get_vocab(m->model_.get());
+    for (const auto & adapter : opts.adapters) {
+        // A create checks adapters against the model's header (adapter_check), so a refusal
+        // here means the file changed or llama.cpp wants more than that check knows.
+        LogCapture       adapter_capture;
+        adapter_lora_ptr a(llama_adapter_lora_init(m->model_.get(), adapter.c_str()));
+        if (!a) {
+            std::string reason = adapter_capture.first_error();
+            if (reason.find('/') != std::string::npos) reason = "invalid adapter data";
+            throw bad_request("failed to load LoRA adapter " + adapter.filename().string() + " for " + shown +
+                              (reason.empty() ? "" : ": " + reason));
+        }
+        m->adapter_views_.push_back(a.get());
+        m->adapters_.push_back(std::move(a));
+    }
     return m;
 }
 

@@ -16,6 +16,9 @@ namespace specd::engine {
 
 struct ModelLoadOptions {
     bool use_mmap = true;
+    // LoRA adapter GGUFs (the manifest's adapter layers), applied at scale 1 to every context
+    // created for this model (context_factory).
+    std::vector<std::filesystem::path> adapters;
 };
 
 class Model {
@@ -30,6 +33,8 @@ class Model {
     int32_t             n_ctx_train() const { return llama_model_n_ctx_train(model_.get()); }
     uint64_t            size_bytes() const { return llama_model_size(model_.get()); }
     const ModelLoadOptions & load_options() const { return opts_; }
+    // The loaded LoRA adapters, in load_options().adapters order; empty for most models.
+    const std::vector<llama_adapter_lora *> & adapters() const { return adapter_views_; }
 
     // `parse_special`: text like "<|user|>" becomes the control token (templated prompts),
     // not literal characters (raw user text inside a template is still tokenized with it,
@@ -48,6 +53,9 @@ class Model {
     Model() = default;
 
     model_ptr           model_;
+    // After model_: adapters are freed before the model they belong to.
+    std::vector<adapter_lora_ptr>     adapters_;
+    std::vector<llama_adapter_lora *> adapter_views_;
     const llama_vocab * vocab_ = nullptr;
     GgufInfo            info_;
     ModelLoadOptions    opts_;

@@ -840,9 +840,6 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
     if (mf.from.size() > 2) {
         throw error(ErrorKind::bad_request, "at most two FROM lines: the model and its vision projector");
     }
-    if (!mf.adapters.empty()) {
-        throw error(ErrorKind::bad_request, "ADAPTER is not supported yet");
-    }
     if (mf.template_text && !options.allow_template) {
         throw error(ErrorKind::bad_request, "TEMPLATE is not supported yet: the chat template comes from the GGUF file");
     }
@@ -899,9 +896,6 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
         const Layer * layer = m.find(media_type::model);
         if (layer == nullptr) {
             throw error(ErrorKind::internal, what + " has no model layer");
-        }
-        if (m.find(media_type::adapter) != nullptr) {
-            throw error(ErrorKind::bad_request, what + " uses an adapter; adapters are not supported yet");
         }
         return *layer;
     };
@@ -961,6 +955,10 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
             }
         } else {
             model_layer_of(*draft_src.model, "DRAFT model '" + *mf.draft + "'");
+            // Only the draft's GGUF becomes the draft layer: its adapters would be dropped.
+            if (draft_src.model->find(media_type::adapter) != nullptr) {
+                throw error(ErrorKind::bad_request, "DRAFT model '" + *mf.draft + "' uses a LoRA adapter, which a draft cannot");
+            }
         }
         if (options.check_draft) {
             const fs::path model_gguf =
@@ -972,11 +970,53 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
         }
     }
 
+    // The GGUF the model layer comes from: what adapters are checked against and what a
+    // rewrite (quantize) reads.
+    const fs::path model_source =
+        from.file ? *from.file : blob_path(model_layer_of(*from.model, "FROM model '" + mf.from[model_line] + "'").digest);
+    std::vector<fs::path> adapter_files;
+    for (const auto & value : mf.adapters) {
+        Source src = find_source(value, "ADAPTER");
+        if (!src.file) {
+            throw error(ErrorKind::bad_request, "ADAPTER must be a LoRA GGUF file, not a model name ('" + value + "')");
+        }
+        check_gguf(*src.file);
+        if (options.check_adapter) options.check_adapter(model_source, *src.file);
+        adapter_files.push_back(*src.file);
+    }
+
     // Start from the base model's layers (FROM <model>) or a new GGUF (FROM <file>).
     std::vector<Layer> base;
     ModelConfig        config;
     Layer              model_layer;
-    if (from.file) {
+    if (options.rewrite_model) {
+        // Through a temp file in blobs/ (invisible to readers, swept if this process dies),
+        // then stored like any GGUF: hashed, verified and renamed into place.
+        struct TempFile {
+            fs::path path;
+            ~TempFile() {
+                std::error_code ec;
+                fs::remove(path, ec);
+            }
+        } rewritten{temp_path_in(blobs_dir_)};
+        options.rewrite_model(model_source, rewritten.path);
+        check_gguf(rewritten.path);
+        if (from.model) {
+            base = from.model->layers;
+            try {
+                config = config_from_json(nlohmann::json::parse(read_blob(from.model->config.digest, 1u << 20)));
+            } catch (const std::exception &) {
+                config = ModelConfig{};
+            }
+        }
+        if (options.describe) {
+            const ModelConfig described = options.describe(rewritten.path);
+            if (config.model_family.empty()) config = described;
+            config.file_type  = described.file_type;
+            config.model_type = described.model_type;
+        }
+        model_layer = add_file_layer(rewritten.path, media_type::model);
+    } else if (from.file) {
         progress("parsing GGUF");
         if (options.describe) {
             config = options.describe(*from.file);
@@ -1035,6 +1075,19 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
     if (projector) {
         layers.push_back(*projector);
     }
+    // Adapters stack: the base model's stay and new ones are added after them (Ollama's order).
+    for (const auto & layer : base) {
+        if (layer.media_type == media_type::adapter) {
+            layers.push_back(layer);
+        }
+    }
+    for (const auto & file : adapter_files) {
+        Layer layer = add_file_layer(file, media_type::adapter);
+        const bool seen = std::any_of(layers.begin(), layers.end(), [&](const Layer & l) {
+            return l.media_type == media_type::adapter && l.digest == layer.digest;
+        });
+        if (!seen) layers.push_back(std::move(layer));
+    }
     if (draft) {
         layers.push_back(*draft);
     }
@@ -1078,7 +1131,7 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
         const auto & t = layer.media_type;
         if (t != media_type::model && t != media_type::projector && t != media_type::draft &&
             t != media_type::params && t != media_type::templ && t != media_type::system &&
-            t != media_type::license && t != media_type::messages) {
+            t != media_type::license && t != media_type::messages && t != media_type::adapter) {
             layers.push_back(layer);
         }
     }
@@ -1131,9 +1184,6 @@ ResolvedModel Store::resolve(const ModelName & name) const {
         return read_blob(layer.digest);
     };
 
-    if (m.find(media_type::adapter) != nullptr) {
-        throw error(ErrorKind::bad_request, "model '" + name.display() + "' uses an adapter; adapters are not supported yet");
-    }
     const Layer * model = m.find(media_type::model);
     if (model == nullptr) {
         throw error(ErrorKind::bad_request, "model '" + name.display() + "' has no GGUF model layer");
@@ -1144,6 +1194,9 @@ ResolvedModel Store::resolve(const ModelName & name) const {
     }
     if (const Layer * layer = m.find(media_type::draft)) {
         out.draft = blob_file(*layer);
+    }
+    for (const Layer * layer : m.find_all(media_type::adapter)) {
+        out.adapters.push_back(blob_file(*layer));
     }
     try {
         out.config = config_from_json(nlohmann::json::parse(read_blob(m.config.digest, 1u << 20)));
@@ -1196,6 +1249,9 @@ Modelfile ResolvedModel::modelfile() const {
     }
     if (draft) {
         mf.draft = draft->string();
+    }
+    for (const auto & adapter : adapters) {
+        mf.adapters.push_back(adapter.string());
     }
     mf.params = params;
     if (!system.empty()) {

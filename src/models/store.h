@@ -55,6 +55,7 @@ struct ResolvedModel {
     std::filesystem::path                model_gguf;
     std::optional<std::filesystem::path> projector;
     std::optional<std::filesystem::path> draft;
+    std::vector<std::filesystem::path>   adapters; // LoRA GGUFs, in manifest order
     Parameters                           params;
     // Keys of the params layer this server does not know (models pulled by Ollama carry a
     // few, e.g. num_gpu). Not applied; the caller decides whether to warn or refuse.
@@ -86,6 +87,14 @@ struct CreateOptions {
     // throws to refuse. Both arguments are GGUF files (a stored model's blob when the line
     // names a model). Unset: no check.
     std::function<void(const std::filesystem::path & model_gguf, const std::filesystem::path & draft_gguf)> check_draft;
+    // Checks that a LoRA ADAPTER fits the model (architecture, tensor names and shapes)
+    // before anything is written; throws to refuse. Unset: no check.
+    std::function<void(const std::filesystem::path & model_gguf, const std::filesystem::path & adapter_gguf)> check_adapter;
+    // Rewrites the model GGUF before it is stored (the API's `quantize`): reads `in`, writes
+    // `out`, a temp file in the store that is removed afterwards whatever happens. It is the
+    // first write of a create, so a refusal (thrown before writing) leaves nothing behind.
+    // Unset: the GGUF is stored as it is.
+    std::function<void(const std::filesystem::path & in, const std::filesystem::path & out)> rewrite_model;
     // Status lines in Ollama's create vocabulary ("using existing layer sha256:...", ...).
     std::function<void(const std::string & status)> progress;
 };

@@ -106,3 +106,9 @@ uint64_t projector_write(const std::string & path, const projector_write_params 
     clip_set_hparams(out.get(), params.hparams);
     return write_with_weights(path, out.get(), clip_tensor_specs(params.hparams), params.seed);
 }
+
+uint64_t lora_write(const std::string & path, const lora_write_params & params) {
+    gguf_context_ptr out(gguf_init_empty());
+    lora_set_keys(out.get(), params.spec);
+    return write_with_weights(path, out.get(), lora_tensor_specs(params.spec), params.seed);
+}

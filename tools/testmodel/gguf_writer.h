@@ -2,6 +2,7 @@
 
 #include "clip_layout.h"
 #include "llama_layout.h"
+#include "lora_layout.h"
 
 #include <ggml-cpp.h>
 
@@ -38,3 +39,12 @@ struct projector_write_params {
 // Writes a complete vision projector (mmproj) GGUF: the clip.* keys and seeded random F32
 // weights, the same way as model_write. Returns the file size.
 uint64_t projector_write(const std::string & path, const projector_write_params & params);
+
+struct lora_write_params {
+    lora_spec spec;
+    uint64_t  seed = 1;
+};
+
+// Writes a LoRA adapter GGUF (no tokenizer: adapters carry none) the same way as
+// model_write. Returns the file size.
+uint64_t lora_write(const std::string & path, const lora_write_params & params);

@@ -31,6 +31,7 @@ const char * const usage_text =
     "                  [--extra-layers N] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "  specd-testmodel projector --type gemma3 --n-embd-text N --out FILE [projector options]\n"
+    "  specd-testmodel lora --out FILE [--rank N] [--alpha A] [model options]\n"
     "\n"
     "Writes tiny random-weight llama-architecture GGUF models whose tokenizer and chat template\n"
     "come from a vocab-only GGUF (llama.cpp's models/ggml-vocab-*.gguf). The same options and\n"
@@ -65,7 +66,13 @@ const char * const usage_text =
     "  --n-layer N         ViT layers (default 2)\n"
     "  --n-head N          ViT attention heads (default 2)\n"
     "  --n-ff N            ViT feed-forward size (default 64)\n"
-    "  --seed N            weight seed (default 1)\n";
+    "  --seed N            weight seed (default 1)\n"
+    "\n"
+    "lora mode: writes a random LoRA adapter (general.type adapter) for the model that the same\n"
+    "model options describe (no vocabulary needed: an adapter has no tokenizer). Every\n"
+    "attention and feed-forward matrix gets a lora_a/lora_b pair.\n"
+    "  --rank N            LoRA rank (default 8)\n"
+    "  --alpha A           adapter.lora.alpha; the update is scaled by alpha / rank (default: rank)\n";
 
 // Thrown for anything the user typed wrong: usage is shown, exit code 1.
 struct usage_error : std::runtime_error {
@@ -73,7 +80,7 @@ struct usage_error : std::runtime_error {
 };
 
 struct cli_options {
-    std::string mode; // "", "pair", "agreement" or "projector"
+    std::string mode; // "", "pair", "agreement", "projector" or "lora"
     std::map<std::string, std::string> values;
 
     bool has(const std::string & key) const { return values.count(key) != 0; }
@@ -98,6 +105,7 @@ cli_options parse_cli(int argc, char ** argv) {
         {"agreement", {"--draft", "--target", "--seed"}},
         {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
                        "--n-layer", "--n-head", "--n-ff", "--seed"}},
+        {"lora", {"--out", "--rank", "--alpha"}},
     };
 
     cli_options opts;
@@ -106,7 +114,7 @@ cli_options parse_cli(int argc, char ** argv) {
         opts.mode = argv[i++];
     }
     const names & allowed = mode_options.at(opts.mode);
-    const bool with_model_options = opts.mode.empty() || opts.mode == "pair";
+    const bool with_model_options = opts.mode.empty() || opts.mode == "pair" || opts.mode == "lora";
     for (; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (arg == "-h" || arg == "--help") {
@@ -312,6 +320,26 @@ int run_projector(const cli_options & opts) {
     return 0;
 }
 
+int run_lora(const cli_options & opts) {
+    if (opts.has("--chat-template")) {
+        throw usage_error("--chat-template: an adapter has no tokenizer");
+    }
+    const model_write_params model = parse_model_params(opts);
+    lora_write_params params;
+    params.spec.base  = model.hparams;
+    params.spec.rank  = parse_count(opts, "--rank", params.spec.rank);
+    params.spec.alpha = opts.has("--alpha") ? float(parse_real(opts, "--alpha", 0.0, 1e6)) : float(params.spec.rank);
+    params.seed       = model.seed;
+    const std::string & out = opts.required("--out");
+    const uint64_t size = lora_write(out, params);
+    const llama_hparams_spec & hp = params.spec.base;
+    std::printf("wrote %s: %llu bytes, LoRA adapter rank %u, alpha %g, for n_embd %u, n_layer %u, n_head %u, "
+                "n_head_kv %u, n_ff %u, seed %llu\n",
+                out.c_str(), (unsigned long long) size, params.spec.rank, params.spec.alpha, hp.n_embd, hp.n_layer,
+                hp.n_head, hp.n_head_kv, hp.n_ff, (unsigned long long) params.seed);
+    return 0;
+}
+
 // libllama narrates every load; a fixture generator should only speak up about errors.
 void log_errors_only(ggml_log_level level, const char * text, void *) {
     if (level == GGML_LOG_LEVEL_ERROR) {
@@ -333,6 +361,8 @@ int main(int argc, char ** argv) {
             rc = run_agreement(opts);
         } else if (opts.mode == "projector") {
             rc = run_projector(opts);
+        } else if (opts.mode == "lora") {
+            rc = run_lora(opts);
         } else {
             rc = run_single(opts);
         }

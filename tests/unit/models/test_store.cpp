@@ -326,7 +326,8 @@ TEST_F(StoreTest, CreateErrors) {
     };
     const Case cases[] = {
         {"FROM ./tiny.gguf\nTEMPLATE {{ .Prompt }}\n", ErrorKind::bad_request, "TEMPLATE is not supported yet"},
-        {"FROM ./tiny.gguf\nADAPTER ./lora.gguf\n", ErrorKind::bad_request, "ADAPTER is not supported yet"},
+        {"FROM ./tiny.gguf\nADAPTER ./lora.gguf\n", ErrorKind::not_found, "ADAPTER: no such file: lora.gguf"},
+        {"FROM ./tiny.gguf\nADAPTER ./fake.bin\n", ErrorKind::bad_request, "not a GGUF file: fake.bin"},
         {"FROM ./missing.gguf\n", ErrorKind::not_found, "no such file: missing.gguf"},
         {"FROM /nowhere/at/all/missing.gguf\n", ErrorKind::not_found, "no such file: missing.gguf"},
         {"FROM nosuchmodel\n", ErrorKind::not_found, "no file or model named 'nosuchmodel'"},
@@ -495,12 +496,108 @@ TEST_F(StoreTest, ResolveReportsParamsItDoesNotKnow) {
     EXPECT_TRUE(d.unsupported_params.empty());
     EXPECT_EQ(d.params.temperature, 0.5);
 
+    // An Ollama model with a LoRA layer resolves with the adapter's blob, as a Modelfile
+    // ADAPTER line too.
+    const std::string lora = store_->put_blob_from_bytes(fake_gguf("lora"));
     Manifest adapted = m;
-    adapted.layers.push_back({std::string(media_type::adapter), m.layers[0].digest, 5});
+    adapted.layers.push_back({std::string(media_type::adapter), lora, 8});
     store_->write_manifest(name("adapted"), adapted);
-    auto [kind, msg] = error_of([&] { store_->resolve(name("adapted")); });
+    const auto a = store_->resolve(name("adapted"));
+    ASSERT_EQ(a.adapters.size(), 1u);
+    EXPECT_EQ(a.adapters[0], store_->blob_path(lora));
+    EXPECT_EQ(a.modelfile().adapters, (std::vector<std::string>{store_->blob_path(lora).string()}));
+    EXPECT_TRUE(store_->resolve(name("ollama")).adapters.empty());
+}
+
+TEST_F(StoreTest, CreateWithAdapters) {
+    write_file(src_ / "lora-a.gguf", fake_gguf("lora a"));
+    write_file(src_ / "lora-b.gguf", fake_gguf("lora b"));
+    std::vector<std::pair<std::string, std::string>> checked; // (model, adapter) file names
+    CreateOptions opts;
+    opts.check_adapter = [&](const fs::path & model, const fs::path & adapter) {
+        EXPECT_EQ(read_file(model), fake_gguf("tiny weights")) << "checked against the model's GGUF";
+        checked.emplace_back(model.filename().string(), adapter.filename().string());
+        if (adapter.filename() == "lora-b.gguf") throw StoreError(ErrorKind::bad_request, "lora-b does not fit");
+    };
+
+    // A refused adapter writes nothing, not even the model's blob.
+    auto [kind, msg] = error_of([&] { create("bad", "FROM ./tiny.gguf\nADAPTER lora-a.gguf\nADAPTER lora-b.gguf\n", opts); });
     EXPECT_EQ(kind, ErrorKind::bad_request);
-    EXPECT_NE(msg.find("adapter"), std::string::npos);
+    EXPECT_EQ(msg, "lora-b does not fit");
+    EXPECT_EQ(count_files(root_ / "blobs"), 0u);
+    EXPECT_TRUE(store_->list().empty());
+
+    checked.clear();
+    const Manifest m = create("adapted", "FROM ./tiny.gguf\nADAPTER lora-a.gguf\n", opts);
+    EXPECT_EQ(checked, (decltype(checked){{"tiny.gguf", "lora-a.gguf"}}));
+    const auto adapters = m.find_all(media_type::adapter);
+    ASSERT_EQ(adapters.size(), 1u);
+    EXPECT_EQ(read_file(store_->blob_path(adapters[0]->digest)), fake_gguf("lora a"));
+    const auto r = store_->resolve(name("adapted"));
+    ASSERT_EQ(r.adapters.size(), 1u);
+    // The adapter is part of the model's identity: the manifest (and so the digest that
+    // names prompt-cache states and decides reloads) differs from the plain model's.
+    create("plain", "FROM ./tiny.gguf\n");
+    EXPECT_NE(r.digest, store_->resolve(name("plain")).digest);
+
+    // A model built FROM it keeps its adapter, and a new one stacks after it; naming the same
+    // adapter again does not apply it twice. The check runs against the base GGUF (a blob).
+    write_file(src_ / "lora-c.gguf", fake_gguf("lora c"));
+    checked.clear();
+    const Manifest d = create("derived", "FROM adapted\nADAPTER lora-c.gguf\nADAPTER lora-a.gguf\n", opts);
+    std::vector<std::string> contents;
+    for (const Layer * layer : d.find_all(media_type::adapter)) contents.push_back(read_file(store_->blob_path(layer->digest)));
+    EXPECT_EQ(contents, (std::vector<std::string>{fake_gguf("lora a"), fake_gguf("lora c")}));
+    ASSERT_EQ(checked.size(), 2u);
+    EXPECT_TRUE(checked[0].first.starts_with("sha256-")) << checked[0].first;
+
+    // A draft cannot carry an adapter (only its GGUF becomes the draft layer).
+    std::tie(kind, msg) = error_of([&] { create("x", "FROM ./tiny.gguf\nDRAFT adapted\n", opts); });
+    EXPECT_EQ(kind, ErrorKind::bad_request);
+    EXPECT_NE(msg.find("LoRA adapter"), std::string::npos) << msg;
+    // An adapter must be a file, not a model name.
+    std::tie(kind, msg) = error_of([&] { create("x", "FROM ./tiny.gguf\nADAPTER plain\n", opts); });
+    EXPECT_EQ(kind, ErrorKind::bad_request);
+    EXPECT_NE(msg.find("must be a LoRA GGUF file"), std::string::npos) << msg;
+}
+
+TEST_F(StoreTest, CreateRewritesTheModel) {
+    fs::path seen_out;
+    CreateOptions opts;
+    opts.describe = [](const fs::path & gguf) {
+        ModelConfig c;
+        c.model_family = "llama";
+        c.file_type    = read_file(gguf) == fake_gguf("tiny weights") ? "F32" : "Q8_0";
+        return c;
+    };
+    opts.rewrite_model = [&](const fs::path & in, const fs::path & out) {
+        seen_out = out;
+        EXPECT_EQ(out.parent_path(), root_ / "blobs") << "a temp file inside the store";
+        EXPECT_TRUE(out.filename().string().starts_with(".tmp-")) << out;
+        write_file(out, read_file(in) + " quantized");
+    };
+    const Manifest m = create("q", "FROM ./tiny.gguf\nSYSTEM hi\n", opts);
+    EXPECT_EQ(read_file(store_->blob_path(m.find(media_type::model)->digest)), fake_gguf("tiny weights") + " quantized");
+    EXPECT_FALSE(fs::exists(seen_out)) << "the temp file is gone";
+    EXPECT_EQ(store_->resolve(name("q")).config.file_type, "Q8_0");
+    EXPECT_EQ(store_->resolve(name("q")).system, "hi");
+
+    // From a stored model: its layers are inherited, the model layer is the rewritten one.
+    const Manifest r = create("q2", "FROM q\n", opts);
+    EXPECT_EQ(read_file(store_->blob_path(r.find(media_type::model)->digest)),
+              fake_gguf("tiny weights") + " quantized quantized");
+    EXPECT_EQ(store_->resolve(name("q2")).system, "hi");
+
+    // A refusal, or a failure after writing part of the output, leaves nothing behind.
+    const size_t files_before = count_files(root_);
+    opts.rewrite_model = [&](const fs::path &, const fs::path & out) {
+        write_file(out, "GGUF half");
+        throw StoreError(ErrorKind::bad_request, "already quantized");
+    };
+    auto [kind, msg] = error_of([&] { create("q3", "FROM ./draft.gguf\n", opts); });
+    EXPECT_EQ(msg, "already quantized");
+    EXPECT_EQ(count_files(root_), files_before);
+    EXPECT_FALSE(store_->read_manifest(name("q3")));
 }
 
 TEST_F(StoreTest, TempFilesAreInvisibleAndCleanedOnOpen) {
