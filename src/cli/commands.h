@@ -13,6 +13,7 @@ int cmd_run(const Args & args);
 int cmd_list(const Args & args);
 int cmd_show(const Args & args);
 int cmd_ps(const Args & args);
+int cmd_stop(const Args & args);
 int cmd_rm(const Args & args);
 int cmd_cp(const Args & args);
 int cmd_pull(const Args & args);

@@ -14,11 +14,13 @@ void usage() {
         "\n"
         "commands:\n"
         "  serve                    start the server (SPECD_HOST, default 127.0.0.1:11434)\n"
-        "  create NAME -f FILE      create a model from a Modelfile\n"
+        "  create NAME -f FILE [-q QUANTIZATION]\n"
+        "                           create a model from a Modelfile (-q: quantize it, e.g. q4_K_M)\n"
         "  run MODEL [PROMPT]       answer PROMPT, or chat interactively without one\n"
         "  list                     list models\n"
         "  show MODEL [--modelfile|--parameters|--system|--template]\n"
         "  ps                       list loaded models\n"
+        "  stop MODEL               unload a running model\n"
         "  rm MODEL...              remove models\n"
         "  cp SOURCE DESTINATION    copy a model\n"
         "  pull NAME [--insecure]   download a model from a registry (hf.co/USER/REPO:QUANT too)\n"
@@ -41,6 +43,7 @@ int main(int argc, char ** argv) {
     if (cmd == "list" || cmd == "ls") return specd::cli::cmd_list(args);
     if (cmd == "show") return specd::cli::cmd_show(args);
     if (cmd == "ps") return specd::cli::cmd_ps(args);
+    if (cmd == "stop") return specd::cli::cmd_stop(args);
     if (cmd == "rm") return specd::cli::cmd_rm(args);
     if (cmd == "cp") return specd::cli::cmd_cp(args);
     if (cmd == "pull") return specd::cli::cmd_pull(args);

@@ -1,5 +1,6 @@
-// create, list, show, ps, rm, cp. Like Ollama's CLI, these go through the running server's
-// API when one answers; without a server they work on the store directly (ps needs one).
+// create, list, show, ps, stop, rm, cp. Like Ollama's CLI, these go through the running
+// server's API when one answers; without a server they work on the store directly (ps and
+// stop need one).
 #include "api/model_catalog.h"
 #include "cli/client.h"
 #include "cli/commands.h"
@@ -72,8 +73,10 @@ static std::string file_digest(const std::filesystem::path & file) {
 
 // Ollama's way: upload each local file as a blob (unless the server has it), then
 // /api/create naming the blobs. The server validates and stores.
-static int create_via_api(ApiClient & c, const std::string & name, const models::Modelfile & mf, const std::filesystem::path & dir) {
+static int create_via_api(ApiClient & c, const std::string & name, const models::Modelfile & mf,
+                          const std::filesystem::path & dir, const std::string & quantize) {
     json body = {{"model", name}, {"stream", false}};
+    if (!quantize.empty()) body["quantize"] = quantize;
     json files = json::object();
     // A local GGUF becomes an uploaded blob (its digest); anything else must name a model.
     auto source = [&](const std::string & value, std::string & digest) -> std::optional<std::string> {
@@ -108,6 +111,19 @@ static int create_via_api(ApiClient & c, const std::string & name, const models:
         body["draft"] = digest.empty() ? *mf.draft : digest;
     }
     if (!files.empty()) body["files"] = files;
+    json adapters = json::object();
+    for (const auto & adapter : mf.adapters) {
+        std::string digest;
+        if (auto err = source(adapter, digest)) return fail("ADAPTER: " + *err);
+        if (digest.empty()) return fail("ADAPTER must be a LoRA GGUF file, not a model name ('" + adapter + "')");
+        adapters[std::filesystem::path(adapter).filename().string()] = digest;
+    }
+    if (!adapters.empty()) body["adapters"] = adapters;
+    if (!mf.messages.empty()) {
+        json messages = json::array();
+        for (const auto & m : mf.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+        body["messages"] = messages;
+    }
     if (mf.system) body["system"] = *mf.system;
     if (mf.template_text) body["template"] = *mf.template_text;
     if (!mf.params.empty()) body["parameters"] = models::to_json(mf.params);
@@ -120,13 +136,14 @@ static int create_via_api(ApiClient & c, const std::string & name, const models:
 }
 
 int cmd_create(const Args & args) {
-    std::string name, file = "Modelfile";
+    std::string name, file = "Modelfile", quantize;
     for (size_t i = 0; i < args.size(); ++i) {
         if ((args[i] == "-f" || args[i] == "--file") && i + 1 < args.size()) file = args[++i];
+        else if ((args[i] == "-q" || args[i] == "--quantize") && i + 1 < args.size()) quantize = args[++i];
         else if (name.empty()) name = args[i];
         else return fail("unexpected argument: " + args[i]);
     }
-    if (name.empty()) return fail("usage: specd create NAME [-f Modelfile]");
+    if (name.empty()) return fail("usage: specd create NAME [-f Modelfile] [-q QUANTIZATION]");
     try {
         std::ifstream in(file);
         if (!in) return fail("cannot read " + std::filesystem::path(file).filename().string());
@@ -136,10 +153,11 @@ int cmd_create(const Args & args) {
         const auto model = models::parse_or_throw(name);
         const auto dir   = std::filesystem::absolute(file).parent_path();
         ApiClient  c     = client();
-        if (c.server_up()) return create_via_api(c, name, mf, dir);
+        if (c.server_up()) return create_via_api(c, name, mf, dir, quantize);
         models::Store store(configured_models_dir());
-        const models::CreateOptions opts =
-            api::create_options([](const std::string & status) { std::fprintf(stderr, "%s\n", status.c_str()); });
+        const auto progress = [](const std::string & status) { std::fprintf(stderr, "%s\n", status.c_str()); };
+        models::CreateOptions opts = api::create_options(progress);
+        if (!quantize.empty()) opts.rewrite_model = api::quantize_rewrite(quantize, progress);
         store.create(model, mf, dir, opts);
         std::fprintf(stderr, "success\n");
         return 0;
@@ -212,6 +230,22 @@ int cmd_ps(const Args &) {
                         std::to_string(m.value("context_length", 0)).c_str(), "100% CPU",
                         m.value("expires_at", "").substr(0, 19).c_str());
         }
+        return 0;
+    } catch (const std::exception & e) {
+        return fail(e.what());
+    }
+}
+
+// Ollama's `stop`: a generate request without a prompt and keep_alive 0 unloads the model.
+int cmd_stop(const Args & args) {
+    if (args.size() != 1) return fail("usage: specd stop MODEL");
+    try {
+        ApiClient c = client();
+        if (!c.server_up()) return fail("could not connect to the server; no model is running without one");
+        std::string body;
+        const int   status = c.request("POST", "/api/generate", {{"model", args[0]}, {"keep_alive", 0}}, body);
+        if (status == 404) return fail("couldn't find model \"" + args[0] + "\" to stop");
+        if (status != 200) return fail(api_error(body, status));
         return 0;
     } catch (const std::exception & e) {
         return fail(e.what());

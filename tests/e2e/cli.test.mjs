@@ -1,12 +1,12 @@
-// The specd CLI against a running server (SPECD_HOST points it there): list, show, ps, run,
-// cp, rm, and create's refusals.
+// The specd CLI against a running server (SPECD_HOST points it there): list, show, ps, stop,
+// run, cp, rm, create (with ADAPTER, MESSAGE and -q) and create's refusals.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe } from 'node:test';
-import { freePort, runCli, test, useServer } from './harness.mjs';
+import { fixture, freePort, runCli, test, useServer } from './harness.mjs';
 
 const h = useServer({ models: [{ name: 'tiny', lines: ['PARAMETER num_predict 8', 'PARAMETER temperature 0'] }] });
 const cli = (args, opts = {}) => runCli(args, { env: h.srv.env, ...opts });
@@ -69,6 +69,46 @@ describe('cli', () => {
     ok(r, 'specd ps');
     assert.match(r.stdout, /^NAME\s+SIZE\s+CONTEXT/m);
     assert.match(r.stdout, /^tiny:latest\s+\d+ MB\s+4096\b/m);
+  });
+
+  test('specd stop unloads a running model', async () => {
+    await h.srv.client.generate({ model: 'tiny', prompt: 'hi', options: { num_predict: 2 } });
+    assert.ok((await h.srv.client.ps()).models.some((m) => m.name === 'tiny:latest'));
+    ok(await cli(['stop', 'tiny']), 'specd stop');
+    // The unload may finish just after the answer: give it a moment, not forever.
+    let loaded = (await h.srv.client.ps()).models;
+    for (let i = 0; i < 50 && loaded.length > 0; ++i) {
+      await new Promise((r) => setTimeout(r, 100));
+      loaded = (await h.srv.client.ps()).models;
+    }
+    assert.deepEqual(loaded, []);
+    const unknown = await cli(['stop', 'nope']);
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /couldn't find model "nope"/);
+    const usage = await cli(['stop']);
+    assert.notEqual(usage.code, 0);
+    assert.match(usage.stderr, /usage: specd stop MODEL/);
+  });
+
+  test('specd create uploads ADAPTER files and sends MESSAGEs; -q quantizes', async () => {
+    const mf = path.join(scratch, 'Modelfile.adapted');
+    await fsp.writeFile(mf, [
+      `FROM ${fixture('tiny.gguf')}`, `ADAPTER ${fixture('tiny-lora.gguf')}`, 'MESSAGE user hello', 'MESSAGE assistant hi', '',
+    ].join('\n'));
+    ok(await cli(['create', 'adapted', '-f', mf]), 'specd create with ADAPTER');
+    const show = await cli(['show', 'adapted', '--modelfile']);
+    ok(show, 'specd show --modelfile');
+    assert.match(show.stdout, /^ADAPTER .*sha256-[0-9a-f]{64}$/m);
+    assert.match(show.stdout, /^MESSAGE user hello$/m);
+    assert.match(show.stdout, /^MESSAGE assistant hi$/m);
+
+    const q = path.join(scratch, 'Modelfile.q');
+    await fsp.writeFile(q, `FROM ${fixture('tiny.gguf')}\n`);
+    ok(await cli(['create', 'tiny-q4', '-f', q, '-q', 'q4_0']), 'specd create -q q4_0');
+    assert.equal((await h.srv.client.show({ model: 'tiny-q4' })).details.quantization_level, 'Q4_0');
+    const bad = await cli(['create', 'x', '-f', q, '--quantize', 'q7']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /unsupported quantization type q7/);
   });
 
   test('specd cp and specd rm', async () => {
