@@ -84,6 +84,7 @@ TEST_F(QuantizerTest, KQuantsFallBackForTheTinyShapes) {
     // per tensor, and the file still loads and answers.
     const fs::path out = dir_ / "q4km.gguf";
     quantize_model(fixture("tiny.gguf"), out, *parse_quantize_type("Q4_K_M"), {});
-    EXPECT_LT(fs::file_size(out), fs::file_size(fixture("tiny.gguf")) / 4);
+    // The 32064 x 64 embedding and output matrices dominate; they fall back to Q5_0 / Q6_K.
+    EXPECT_LT(fs::file_size(out), fs::file_size(fixture("tiny.gguf")) / 3);
     EXPECT_NE(Model::load(out, {})->get(), nullptr);
 }
