@@ -14,6 +14,8 @@
 #                                   phi-3 vocab; greedy choices agree on ~80% of positions
 #   pair-low-draft.gguf, pair-low-target.gguf
 #                                   the same with ~30% agreement (speculation that does not pay)
+#   think.gguf                      qwen2 vocab (151936 tokens) with Qwen3's chat template from
+#                                   models/templates: it reasons (<think>) and calls tools
 #   vision-text.gguf, vision-mmproj.gguf
 #                                   phi-3 vocab llama model (n_embd 64) and a gemma3 vision
 #                                   projector for it: every image is 16 tokens (64x64 pixels,
@@ -35,7 +37,8 @@ bin=$1
 models=$2
 out=$3
 
-for f in "$bin" "$models/ggml-vocab-phi-3.gguf" "$models/ggml-vocab-llama-spm.gguf"; do
+for f in "$bin" "$models/ggml-vocab-phi-3.gguf" "$models/ggml-vocab-llama-spm.gguf" \
+         "$models/ggml-vocab-qwen2.gguf" "$models/templates/Qwen-Qwen3-0.6B.jinja"; do
   if [ ! -f "$f" ]; then
     echo "make-fixtures: missing $f" >&2
     exit 1
@@ -81,6 +84,8 @@ fixture pair "pair-draft.gguf pair-target.gguf" \
 fixture pair-low "pair-low-draft.gguf pair-low-target.gguf" \
   pair --vocab "$phi3" --agreement 0.3 --seed 3 \
   --draft "$out/pair-low-draft.gguf" --target "$out/pair-low-target.gguf"
+fixture think "think.gguf" --vocab "$models/ggml-vocab-qwen2.gguf" \
+  --chat-template "$models/templates/Qwen-Qwen3-0.6B.jinja" --out "$out/think.gguf" --seed 5
 fixture vision-text "vision-text.gguf" --vocab "$phi3" --out "$out/vision-text.gguf" --seed 4
 mmproj_args=(projector --type gemma3 --n-embd-text 64 --seed 4)
 fixture vision-mmproj "vision-mmproj.gguf" "${mmproj_args[@]}" --out "$out/vision-mmproj.gguf"

@@ -6,11 +6,32 @@
 #include "api/json_input.h"
 #include "core/error.h"
 #include "core/logprobs.h"
+#include "core/request.h"
 #include "scheduler/job.h"
 
 #include <string>
+#include <vector>
 
 namespace specd::api {
+
+// Some of an answer: its text, or with `think` or `tools` the reasoning, content and tool
+// calls the model's template separates (chat_answer.h). Plain text converts implicitly.
+struct AnswerPart {
+    std::string           content;
+    std::string           thinking;
+    std::vector<ToolCall> tool_calls;
+
+    AnswerPart() = default;
+    AnswerPart(std::string text) : content(std::move(text)) {}
+    AnswerPart(const char * text) : content(text) {}
+
+    bool empty() const { return content.empty() && thinking.empty() && tool_calls.empty(); }
+    void append(const AnswerPart & more) {
+        content += more.content;
+        thinking += more.thinking;
+        tool_calls.insert(tool_calls.end(), more.tool_calls.begin(), more.tool_calls.end());
+    }
+};
 
 class GenerationWriter {
   public:
@@ -20,13 +41,13 @@ class GenerationWriter {
     virtual json error_json(ErrorKind kind, const std::string & message) const = 0;
 
     // Not streamed: the whole answer, once it is done, with every reported logprob.
-    virtual json answer_json(const std::string & text, const scheduler::DoneInfo & done,
+    virtual json answer_json(const AnswerPart & answer, const scheduler::DoneInfo & done,
                              const std::vector<TokenLogprob> & logprobs = {}) = 0;
 
     // Streamed: the content type, then the bytes each event adds. After chunk_done or
     // chunk_error nothing more is written.
     virtual const char * stream_content_type() const = 0;
-    virtual std::string  chunk_text(const std::string & text, const std::vector<TokenLogprob> & logprobs = {}) = 0;
+    virtual std::string  chunk_text(const AnswerPart & part, const std::vector<TokenLogprob> & logprobs = {}) = 0;
     virtual std::string  chunk_done(const scheduler::DoneInfo & done) = 0;
     virtual std::string  chunk_error(ErrorKind kind, const std::string & message) = 0;
 };

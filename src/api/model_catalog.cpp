@@ -2,6 +2,7 @@
 
 #include "templates/ollama_prompt.h"
 
+#include "api/chat_answer.h"
 #include "api/ollama_response.h"
 #include "engine/adapter_check.h"
 #include "engine/gguf_info.h"
@@ -152,6 +153,7 @@ json catalog_show(const models::Store & store, const std::string & name) {
         capabilities.push_back("embedding");
     }
     if (traits.fill_in_middle) capabilities.push_back("insert");
+    for (const auto & c : template_capabilities(r.template_text, info.chat_template)) capabilities.push_back(c);
     if (r.projector) {
         // Ollama's projector_info: the projector GGUF's metadata.
         json projector_info = json::object();

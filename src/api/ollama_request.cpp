@@ -1,5 +1,6 @@
 #include "api/ollama_request.h"
 
+#include "api/tool_json.h"
 #include "core/error.h"
 #include "grammar/json_schema.h"
 #include "templates/ollama_prompt.h"
@@ -31,16 +32,26 @@ void check_sampling_range(const char * name, const std::optional<double> & v, do
     }
 }
 
-void reject_unimplemented(const json & body, PromptSpec::Kind kind) {
-    if (auto it = body.find("think"); it != body.end() && !it->is_null()) {
-        if (!(it->is_boolean() || it->is_string())) throw bad_request("think must be a boolean or \"low\", \"medium\", \"high\"");
-        if (!(it->is_boolean() && !it->get<bool>())) throw bad_request("think is not supported yet by this server");
+// `think`: a boolean, or an effort ("low" | "medium" | "high", which also turns it on).
+std::optional<ThinkSetting> decode_think(const json & body) {
+    auto it = body.find("think");
+    if (it == body.end() || it->is_null()) return std::nullopt;
+    if (it->is_boolean()) return ThinkSetting{it->get<bool>(), ""};
+    static const std::set<std::string> efforts = {"low", "medium", "high"};
+    if (it->is_string() && efforts.count(it->get<std::string>())) return ThinkSetting{true, it->get<std::string>()};
+    throw bad_request("think must be a boolean or \"low\", \"medium\", \"high\"");
+}
+
+// `thinking_budget_chars` (not Ollama's): the most characters the reasoning may take before
+// the answer, with `think` and `format`; see DecodedRequest.
+std::optional<int64_t> decode_thinking_budget(const json & body) {
+    auto it = body.find("thinking_budget_chars");
+    if (it == body.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_integer() || (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(k_max_thinking_budget_chars)) ||
+        it->get<int64_t>() < 0 || it->get<int64_t>() > k_max_thinking_budget_chars) {
+        throw bad_request("thinking_budget_chars must be an integer between 0 and " + std::to_string(k_max_thinking_budget_chars));
     }
-    if (kind == PromptSpec::Kind::chat) {
-        if (auto it = body.find("tools"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
-            throw bad_request("tools are not supported yet by this server");
-        }
-    }
+    return it->get<int64_t>();
 }
 
 // `logprobs` (bool) and `top_logprobs` (0..20, as Ollama bounds it): GenerateOptions::logprobs.
@@ -103,7 +114,6 @@ std::vector<std::vector<ImagePtr>> decode_images(const json & body, PromptSpec::
 
 void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind) {
     d.model = require_string(body, "model");
-    reject_unimplemented(body, kind);
     d.stream = opt_bool(body, "stream").value_or(true);
     GenerateRequest & r = d.request;
     r.prompt.kind       = kind;
@@ -118,6 +128,11 @@ void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind)
     if (auto it = body.find("format"); it != body.end()) {
         r.generate.grammar              = format_grammar(*it);
         r.generate.end_on_complete_json = !r.generate.grammar.empty();
+    }
+    r.prompt.think          = decode_think(body);
+    d.thinking_budget_chars = decode_thinking_budget(body);
+    if (d.thinking_budget_chars && !(r.prompt.think && r.prompt.think->enabled && !r.generate.grammar.empty())) {
+        throw bad_request("thinking_budget_chars bounds the reasoning before a `format` answer: it needs think and format");
     }
     if (auto it = body.find("keep_alive"); it != body.end()) r.keep_alive = parse_keep_alive(*it);
     if (auto it = body.find("options"); it != body.end() && !it->is_null()) {
@@ -139,6 +154,8 @@ DecodedRequest decode_generate(const json & body, const vision::ImageLimits & li
     p.system = opt_string(body, "system").value_or("");
     p.suffix = opt_string(body, "suffix").value_or("");
     p.raw    = opt_bool(body, "raw").value_or(false);
+    // A raw prompt is not templated, so no template says how its reasoning would read.
+    if (p.raw && p.think && p.think->enabled) throw bad_request("think cannot be combined with raw");
     if (auto it = body.find("context"); it != body.end() && !it->is_null()) {
         if (!it->is_array()) throw bad_request("context must be an array of token ids");
         for (const auto & t : *it) {
@@ -168,12 +185,16 @@ DecodedRequest decode_chat(const json & body, const vision::ImageLimits & limits
             if (!roles.count(*role)) {
                 throw bad_request(where + ": invalid role \"" + *role + "\" (expected system, user, assistant or tool)");
             }
-            if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null() && !(tc->is_array() && tc->empty())) {
-                throw bad_request("tool_calls are not supported yet by this server");
-            }
-            p.messages.push_back({*role, opt_string(m, "content").value_or(""), {}});
+            Message msg;
+            msg.role     = *role;
+            msg.content  = opt_string(m, "content").value_or("");
+            msg.thinking = opt_string(m, "thinking").value_or("");
+            msg.tool_name = opt_string(m, "tool_name").value_or("");
+            if (auto tc = m.find("tool_calls"); tc != m.end()) msg.tool_calls = decode_tool_calls(*tc, where);
+            p.messages.push_back(std::move(msg));
         }
     }
+    if (auto it = body.find("tools"); it != body.end()) p.tools = decode_tools(*it);
     // The messages were all checked above: attach each one's images.
     auto   images = decode_images(body, PromptSpec::Kind::chat, limits);
     size_t next   = 0;

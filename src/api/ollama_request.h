@@ -17,6 +17,10 @@ struct DecodedRequest {
     bool            stream = true;
     GenerateRequest request; // request.model is filled in later from the store
     json            options; // the request's own options, applied over the model's
+    // With `think` and `format`: the reasoning before the answer is at most this many
+    // characters (not tokens: the grammar counts characters), then the template's end tag
+    // and the answer are forced. Unset: the reasoning may run until num_predict.
+    std::optional<int64_t> thinking_budget_chars;
 };
 
 // Images (base64) are decoded here, within `limits`: every violation is a 400 naming it.
@@ -35,6 +39,7 @@ std::string format_grammar(const json & format);
 inline constexpr int32_t k_max_num_ctx     = 1 << 24;
 inline constexpr int32_t k_max_num_predict = 1 << 24;
 inline constexpr size_t  k_max_keep_alive_chars = 64;
+inline constexpr int64_t k_max_thinking_budget_chars = 1 << 20;
 // Sampling options in floats (see apply_options): |temperature| and the penalties at most
 // k_max_sampling_factor; repeat_penalty at least k_min_repeat_penalty; a temperature below
 // k_min_temperature is greedy decoding.

@@ -1,6 +1,7 @@
 #include "api/ollama_response.h"
 
 #include "api/logprobs_json.h"
+#include "api/tool_json.h"
 #include "engine/utf8_stream.h"
 
 #include <ctime>
@@ -20,19 +21,25 @@ std::string format_time(std::chrono::system_clock::time_point t) {
     return buf;
 }
 
-json text_chunk(const std::string & model, const std::string & text, bool chat,
+json text_chunk(const std::string & model, const AnswerPart & part, bool chat,
                 const std::vector<TokenLogprob> & logprobs) {
     json j = {{"model", model}, {"created_at", format_time(std::chrono::system_clock::now())}};
-    if (chat) j["message"] = {{"role", "assistant"}, {"content", text}};
-    else j["response"] = text;
+    if (chat) {
+        j["message"] = {{"role", "assistant"}, {"content", part.content}};
+        if (!part.thinking.empty()) j["message"]["thinking"] = part.thinking;
+        if (!part.tool_calls.empty()) j["message"]["tool_calls"] = tool_calls_json(part.tool_calls, /*openai=*/false);
+    } else {
+        j["response"] = part.content;
+        if (!part.thinking.empty()) j["thinking"] = part.thinking;
+    }
     j["done"] = false;
     if (!logprobs.empty()) j["logprobs"] = logprobs_json(logprobs, false);
     return j;
 }
 
-json final_chunk(const std::string & model, const scheduler::DoneInfo & d, bool chat, const std::string & full_text,
+json final_chunk(const std::string & model, const scheduler::DoneInfo & d, bool chat, const AnswerPart & whole,
                  const std::vector<TokenLogprob> & logprobs) {
-    json j = text_chunk(model, full_text, chat, logprobs);
+    json j = text_chunk(model, whole, chat, logprobs);
     j["done"]        = true;
     j["done_reason"] = done_reason_name(d.reason);
     if (!chat && (d.reason == DoneReason::stop || d.reason == DoneReason::length)) j["context"] = d.context;
@@ -99,13 +106,13 @@ int http_status(ErrorKind kind) {
 
 json OllamaWriter::error_json(ErrorKind, const std::string & message) const { return error_body(message); }
 
-json OllamaWriter::answer_json(const std::string & text, const scheduler::DoneInfo & done,
+json OllamaWriter::answer_json(const AnswerPart & answer, const scheduler::DoneInfo & done,
                               const std::vector<TokenLogprob> & logprobs) {
-    return final_chunk(model_, done, chat_, text, logprobs);
+    return final_chunk(model_, done, chat_, answer, logprobs);
 }
 
-std::string OllamaWriter::chunk_text(const std::string & text, const std::vector<TokenLogprob> & logprobs) {
-    return ndjson_line(text_chunk(model_, text, chat_, logprobs));
+std::string OllamaWriter::chunk_text(const AnswerPart & part, const std::vector<TokenLogprob> & logprobs) {
+    return ndjson_line(text_chunk(model_, part, chat_, logprobs));
 }
 
 std::string OllamaWriter::chunk_done(const scheduler::DoneInfo & done) { return ndjson_line(final_chunk(model_, done, chat_)); }

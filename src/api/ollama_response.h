@@ -14,10 +14,11 @@ namespace specd::api {
 std::string format_time(std::chrono::system_clock::time_point t);
 
 // `logprobs`: Ollama's "logprobs" array, present when non-empty.
-json text_chunk(const std::string & model, const std::string & text, bool chat,
+// With `think` or `tools`: "thinking" and "tool_calls" beside the text when they have any.
+json text_chunk(const std::string & model, const AnswerPart & part, bool chat,
                 const std::vector<TokenLogprob> & logprobs = {});
 json final_chunk(const std::string & model, const scheduler::DoneInfo & done, bool chat,
-                 const std::string & full_text = "", const std::vector<TokenLogprob> & logprobs = {});
+                 const AnswerPart & whole = {}, const std::vector<TokenLogprob> & logprobs = {});
 json error_body(const std::string & message);
 // The text of a JSON response: compact, and model output that is not UTF-8 replaced (U+FFFD),
 // never a throw mid-response.
@@ -35,10 +36,10 @@ class OllamaWriter final : public GenerationWriter {
     OllamaWriter(std::string model, bool chat) : model_(std::move(model)), chat_(chat) {}
 
     json         error_json(ErrorKind kind, const std::string & message) const override;
-    json         answer_json(const std::string & text, const scheduler::DoneInfo & done,
+    json         answer_json(const AnswerPart & answer, const scheduler::DoneInfo & done,
                              const std::vector<TokenLogprob> & logprobs = {}) override;
     const char * stream_content_type() const override { return "application/x-ndjson"; }
-    std::string  chunk_text(const std::string & text, const std::vector<TokenLogprob> & logprobs = {}) override;
+    std::string  chunk_text(const AnswerPart & part, const std::vector<TokenLogprob> & logprobs = {}) override;
     std::string  chunk_done(const scheduler::DoneInfo & done) override;
     std::string  chunk_error(ErrorKind kind, const std::string & message) override;
 

@@ -1,5 +1,6 @@
 #include "api/openai_request.h"
 
+#include "api/tool_json.h"
 #include "vision/image_decode.h"
 
 #include <cstdio>
@@ -56,14 +57,17 @@ std::string not_yet(const std::string & what) { return what + " is not supported
 // Fields whose meaning specd cannot honour yet: a 400 naming them, never a silent answer
 // without them. Fields that change nothing in the answer (user, metadata, store, ...) pass.
 void reject_unimplemented(const json & body, bool chat) {
-    if (const json * v = field(body, "tools"); v && !(v->is_array() && v->empty())) throw ParamError("tools", not_yet("tools"));
+    if (const json * v = field(body, "tools"); v && !chat && !(v->is_array() && v->empty())) {
+        throw ParamError("tools", "tools are for chat completions");
+    }
     if (const json * v = field(body, "functions"); v && !(v->is_array() && v->empty())) {
-        throw ParamError("functions", not_yet("functions"));
+        throw ParamError("functions", not_yet("functions (the deprecated form of tools)"));
     }
     for (const char * key : {"tool_choice", "function_call"}) {
-        // Without tools, "none" and "auto" both mean plain text.
+        // "auto" is what the model does with tools anyway; "none" is handled by dropping them.
+        // Forcing a call ("required", a named function) is not enforced yet.
         if (const json * v = field(body, key); v && !(v->is_string() && (*v == "none" || *v == "auto"))) {
-            throw ParamError(key, not_yet(key));
+            throw ParamError(key, not_yet(std::string(key) + " other than \"auto\" or \"none\""));
         }
     }
     if (const json * v = field(body, "top_logprobs"); !chat && v && *v != 0) {
@@ -265,10 +269,33 @@ OpenAIRequest decode_openai_chat(const json & body, const vision::ImageLimits & 
         if (r_name != "system" && r_name != "user" && r_name != "assistant" && r_name != "tool") {
             throw ParamError(where + ".role", where + ": invalid role \"" + r_name + "\" (expected system, developer, user, assistant or tool)");
         }
-        if (const json * tc = field(m, "tool_calls"); tc && !(tc->is_array() && tc->empty())) {
-            throw ParamError(where + ".tool_calls", not_yet("tool_calls"));
+        Message msg;
+        msg.role    = r_name;
+        msg.content = decode_content(m, i, images);
+        if (const json * tc = field(m, "tool_calls")) {
+            try {
+                msg.tool_calls = decode_tool_calls(*tc, where);
+            } catch (const Error & e) {
+                throw ParamError(where + ".tool_calls", e.what());
+            }
         }
-        p.messages.push_back({r_name, decode_content(m, i, images), {}});
+        p.messages.push_back(std::move(msg));
+    }
+    // OpenAI's reasoning_effort, as Ollama's /v1 reads it: "none" turns thinking off, any
+    // other effort on (the reasoning comes back as message.reasoning_content).
+    if (const json * e = field(body, "reasoning_effort")) {
+        if (!e->is_string() || (*e != "none" && *e != "low" && *e != "medium" && *e != "high")) {
+            throw ParamError("reasoning_effort", "reasoning_effort must be \"none\", \"low\", \"medium\" or \"high\"");
+        }
+        const std::string effort = e->get<std::string>();
+        p.think = effort == "none" ? ThinkSetting{false, ""} : ThinkSetting{true, effort};
+    }
+    if (const json * tools = field(body, "tools"); tools && !(field(body, "tool_choice") && *field(body, "tool_choice") == "none")) {
+        try {
+            p.tools = decode_tools(*tools);
+        } catch (const Error & e) {
+            throw ParamError("tools", e.what());
+        }
     }
     // Every image is checked for count and encoded size before any is decoded; they are
     // numbered from 1 in request order, as on /api/chat.

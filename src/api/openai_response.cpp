@@ -4,6 +4,7 @@
 
 #include "api/ollama_response.h"
 #include "api/openai_request.h"
+#include "api/tool_json.h"
 #include "engine/utf8_stream.h"
 
 #include <chrono>
@@ -98,13 +99,24 @@ json OpenAIWriter::logprobs(const std::vector<TokenLogprob> & lps) {
             {"text_offset", std::move(offsets)}};
 }
 
-json OpenAIWriter::answer_json(const std::string & text, const scheduler::DoneInfo & done,
+json OpenAIWriter::answer_json(const AnswerPart & answer, const scheduler::DoneInfo & done,
                                const std::vector<TokenLogprob> & lps) {
     json choice = {{"index", 0}};
-    if (endpoint_ == OpenAIEndpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-    else choice["text"] = text;
+    if (endpoint_ == OpenAIEndpoint::chat) {
+        json message = {{"role", "assistant"}, {"content", answer.content}};
+        // OpenAI's content is null beside tool calls when the model wrote nothing else.
+        if (!answer.tool_calls.empty()) {
+            if (answer.content.empty()) message["content"] = nullptr;
+            message["tool_calls"] = tool_calls_json(answer.tool_calls, /*openai=*/true);
+        }
+        // Not OpenAI's (it returns no reasoning text): the field llama-server and DeepSeek use.
+        if (!answer.thinking.empty()) message["reasoning_content"] = answer.thinking;
+        choice["message"] = std::move(message);
+    } else {
+        choice["text"] = answer.content;
+    }
     choice["logprobs"]      = logprobs(lps);
-    choice["finish_reason"] = openai_finish_reason(done.reason);
+    choice["finish_reason"] = answer.tool_calls.empty() ? openai_finish_reason(done.reason) : "tool_calls";
     return {{"id", id_},
             {"object", endpoint_ == OpenAIEndpoint::chat ? "chat.completion" : "text_completion"},
             {"created", created_},
@@ -114,16 +126,21 @@ json OpenAIWriter::answer_json(const std::string & text, const scheduler::DoneIn
             {"usage", openai_usage(done)}};
 }
 
-json OpenAIWriter::chunk(const std::string & text, const char * finish_reason, const std::vector<TokenLogprob> & lps) {
+json OpenAIWriter::chunk(const AnswerPart & part, const char * finish_reason, const std::vector<TokenLogprob> & lps) {
     json choice = {{"index", 0}};
     if (endpoint_ == OpenAIEndpoint::chat) {
         json delta = json::object();
         if (!role_sent_) delta["role"] = "assistant";
-        if (!finish_reason) delta["content"] = text;
+        if (!finish_reason && (part.thinking.empty() || !part.content.empty())) delta["content"] = part.content;
+        if (!part.thinking.empty()) delta["reasoning_content"] = part.thinking;
+        if (!part.tool_calls.empty()) {
+            delta["tool_calls"] = tool_calls_json(part.tool_calls, /*openai=*/true, calls_sent_);
+            calls_sent_ += part.tool_calls.size();
+        }
         role_sent_      = true;
         choice["delta"] = std::move(delta);
     } else {
-        choice["text"] = text;
+        choice["text"] = part.content;
     }
     choice["logprobs"]      = logprobs(lps);
     choice["finish_reason"] = finish_reason ? json(finish_reason) : json();
@@ -138,12 +155,12 @@ json OpenAIWriter::chunk(const std::string & text, const char * finish_reason, c
     return j;
 }
 
-std::string OpenAIWriter::chunk_text(const std::string & text, const std::vector<TokenLogprob> & lps) {
-    return sse_event(chunk(text, nullptr, lps));
+std::string OpenAIWriter::chunk_text(const AnswerPart & part, const std::vector<TokenLogprob> & lps) {
+    return sse_event(chunk(part, nullptr, lps));
 }
 
 std::string OpenAIWriter::chunk_done(const scheduler::DoneInfo & done) {
-    std::string out = sse_event(chunk("", openai_finish_reason(done.reason)));
+    std::string out = sse_event(chunk("", calls_sent_ > 0 ? "tool_calls" : openai_finish_reason(done.reason)));
     if (include_usage_) {
         json last       = chunk("", nullptr);
         last["choices"] = json::array();

@@ -31,10 +31,10 @@ class OpenAIWriter final : public GenerationWriter {
     OpenAIWriter(OpenAIEndpoint endpoint, std::string model, bool include_usage);
 
     json         error_json(ErrorKind kind, const std::string & message) const override;
-    json         answer_json(const std::string & text, const scheduler::DoneInfo & done,
+    json         answer_json(const AnswerPart & answer, const scheduler::DoneInfo & done,
                              const std::vector<TokenLogprob> & logprobs = {}) override;
     const char * stream_content_type() const override { return "text/event-stream"; }
-    std::string  chunk_text(const std::string & text, const std::vector<TokenLogprob> & logprobs = {}) override;
+    std::string  chunk_text(const AnswerPart & part, const std::vector<TokenLogprob> & logprobs = {}) override;
     std::string  chunk_done(const scheduler::DoneInfo & done) override;
     std::string  chunk_error(ErrorKind kind, const std::string & message) override;
 
@@ -42,7 +42,7 @@ class OpenAIWriter final : public GenerationWriter {
 
   private:
     // A chat.completion.chunk or text_completion object with one choice.
-    json chunk(const std::string & text, const char * finish_reason, const std::vector<TokenLogprob> & logprobs = {});
+    json chunk(const AnswerPart & part, const char * finish_reason, const std::vector<TokenLogprob> & logprobs = {});
     // A choice's "logprobs": null when none; chat: {"content": [...]}; completions: the legacy
     // {tokens, token_logprobs, top_logprobs, text_offset}.
     json logprobs(const std::vector<TokenLogprob> & logprobs);
@@ -54,6 +54,7 @@ class OpenAIWriter final : public GenerationWriter {
     int64_t        created_;      // Unix seconds
     bool           role_sent_ = false; // chat: the first delta carries the role
     size_t         text_offset_ = 0;   // completions: bytes of the answer covered by reported tokens
+    size_t         calls_sent_  = 0;   // chat: tool calls streamed so far (their delta indexes)
 };
 
 // One server-sent event: "data: <json>\n\n".

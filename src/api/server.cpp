@@ -1,6 +1,7 @@
 #include "api/server.h"
 
 #include "api/access.h"
+#include "api/chat_answer.h"
 #include "api/embed_request.h"
 #include "api/json_input.h"
 #include "api/ollama_request.h"
@@ -406,6 +407,7 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
     d.request.context.num_ctx = cfg_.default_num_ctx;
     apply_options(m.params, d.options, d.request);
     if (cfg_.no_draft) d.request.generate.draft_num_predict = 0;
+    auto reader = std::make_shared<AnswerReader>(prepare_answer(d));
 
     std::shared_ptr<GenerationWriter> writer = make_writer(m.files.name);
     auto        job = scheduler_.submit(std::move(d.request));
@@ -418,12 +420,12 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
     }
 
     if (!d.stream) {
-        std::string                text;
+        AnswerPart                answer;
         std::vector<TokenLogprob> logprobs;
         std::optional<scheduler::Event> e = std::move(first);
         for (; e; e = waiter.next()) {
             if (e->kind == scheduler::Event::Kind::text) {
-                text += e->text;
+                answer.append(reader->push(e->text));
                 logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
                 continue;
             }
@@ -431,7 +433,8 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
                 send_json(res, http_status(e->error), writer->error_json(e->error, e->text));
                 return;
             }
-            send_json(res, 200, writer->answer_json(text, e->done, logprobs));
+            answer.append(reader->finish());
+            send_json(res, 200, writer->answer_json(answer, e->done, logprobs));
             return;
         }
         return;
@@ -441,7 +444,7 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
     auto pending = std::make_shared<std::optional<scheduler::Event>>(std::move(first));
     res.set_chunked_content_provider(
         writer->stream_content_type(),
-        [job, pending, writer](size_t, httplib::DataSink & sink) {
+        [job, pending, writer, reader](size_t, httplib::DataSink & sink) {
             std::optional<scheduler::Event> e = std::move(*pending);
             pending->reset();
             if (!e) e = job->events.pop(k_poll);
@@ -452,11 +455,22 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
             std::string out;
             bool        last = false;
             switch (e->kind) {
-                case scheduler::Event::Kind::text:  out = writer->chunk_text(e->text, e->logprobs); break;
-                case scheduler::Event::Kind::done:  out = writer->chunk_done(e->done); last = true; break;
+                case scheduler::Event::Kind::text: {
+                    // Text held back (a tag not yet complete) goes out with a later piece;
+                    // logprobs are never held back.
+                    const AnswerPart part = reader->push(e->text);
+                    if (!part.empty() || !e->logprobs.empty() || e->text.empty()) out = writer->chunk_text(part, e->logprobs);
+                    break;
+                }
+                case scheduler::Event::Kind::done: {
+                    if (const AnswerPart rest = reader->finish(); !rest.empty()) out = writer->chunk_text(rest);
+                    out += writer->chunk_done(e->done);
+                    last = true;
+                    break;
+                }
                 case scheduler::Event::Kind::error: out = writer->chunk_error(e->error, e->text); last = true; break;
             }
-            if (!sink.write(out.data(), out.size())) { job->cancel = true; return false; }
+            if (!out.empty() && !sink.write(out.data(), out.size())) { job->cancel = true; return false; }
             if (last) sink.done();
             return true;
         },

@@ -17,10 +17,33 @@ namespace specd {
 // A decoded request image; shared, because the request and its prompt both refer to it.
 using ImagePtr = std::shared_ptr<const vision::DecodedImage>;
 
+// A function the model called: `arguments` is the text of one JSON object.
+struct ToolCall {
+    std::string name;
+    std::string arguments;
+};
+
+// A function the model may call: `parameters` is the text of its JSON schema.
+struct Tool {
+    std::string name;
+    std::string description;
+    std::string parameters;
+};
+
 struct Message {
     std::string           role; // system | user | assistant | tool
     std::string           content;
-    std::vector<ImagePtr> images; // in order; placed before the content in the prompt
+    std::vector<ImagePtr> images     = {}; // in order; placed before the content in the prompt
+    std::string           thinking   = {}; // assistant: its earlier reasoning
+    std::vector<ToolCall> tool_calls = {}; // assistant: the calls it made
+    std::string           tool_name  = {}; // tool: the function whose result this is
+};
+
+// `think`: whether the model reasons before it answers, and how hard ("low" | "medium" |
+// "high"; empty: the template's default) for templates that take an effort.
+struct ThinkSetting {
+    bool        enabled = false;
+    std::string effort;
 };
 
 struct PromptSpec {
@@ -34,6 +57,8 @@ struct PromptSpec {
     std::vector<int32_t> context;  // generate: tokens of an earlier answer to continue
     std::vector<ImagePtr> images;  // generate: placed before the prompt text, in order
     std::optional<std::string> template_text; // the request's `template` (Ollama Go syntax): wins over the model's
+    std::vector<Tool>          tools;  // chat: functions the template offers the model
+    std::optional<ThinkSetting> think; // unset: the template renders without thinking (as before `think` existed)
 
     // Every image of the request (generate's, then each message's in order).
     std::vector<ImagePtr> all_images() const {

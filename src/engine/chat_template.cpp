@@ -2,23 +2,68 @@
 
 #include "core/error.h"
 #include "engine/backend.h"
+#include "engine/chat_syntax.h"
 
-#include <chat.h>
 #include <llama.h>
 
 namespace specd::engine {
+
+namespace {
+
+std::vector<common_chat_msg> to_common(const std::vector<Message> & messages) {
+    std::vector<common_chat_msg> out;
+    for (const auto & m : messages) {
+        common_chat_msg msg;
+        msg.role              = m.role;
+        msg.content           = m.content;
+        msg.reasoning_content = m.thinking;
+        msg.tool_name         = m.tool_name;
+        for (const auto & c : m.tool_calls) msg.tool_calls.push_back({c.name, c.arguments, ""});
+        out.push_back(std::move(msg));
+    }
+    return out;
+}
+
+common_chat_templates * init_or_null(const llama_model * model, const std::string & source) {
+    try {
+        return common_chat_templates_init(model, source).release();
+    } catch (const std::exception &) {
+        return nullptr; // an unparsable template: chatml serves instead
+    }
+}
+
+} // namespace
+
+std::vector<Message> conversation_of(const PromptSpec & spec, const std::string & default_system) {
+    std::vector<Message> messages;
+    if (spec.kind == PromptSpec::Kind::chat) {
+        const bool has_system = !spec.messages.empty() && spec.messages.front().role == "system";
+        if (!has_system && !default_system.empty()) messages.push_back(Message{"system", default_system});
+        messages.insert(messages.end(), spec.messages.begin(), spec.messages.end());
+        return messages;
+    }
+    const std::string & system = spec.system.empty() ? default_system : spec.system;
+    if (!system.empty()) messages.push_back(Message{"system", system});
+    messages.push_back(Message{"user", spec.prompt});
+    return messages;
+}
 
 void ChatTemplate::Deleter::operator()(common_chat_templates * t) const { common_chat_templates_free(t); }
 
 ChatTemplate::ChatTemplate(const llama_model * model) {
     const char * src = llama_model_chat_template(model, nullptr);
     if (src) source_ = src;
-    try {
-        templates_.reset(common_chat_templates_init(model, "").release());
-    } catch (const std::exception &) {
-        templates_.reset(); // an unparsable template: chatml below serves instead
-    }
+    templates_.reset(init_or_null(model, ""));
     fallback_.reset(common_chat_templates_init(model, "chatml").release());
+    features_ = probe_features();
+}
+
+ChatTemplate::ChatTemplate(const std::string & source) : source_(source) {
+    // Without a model there are no BOS/EOS texts to offer the template: templates that
+    // write them render differently here, but the answer's syntax does not depend on them.
+    templates_.reset(init_or_null(nullptr, source.empty() ? "chatml" : source));
+    fallback_.reset(common_chat_templates_init(nullptr, "chatml").release());
+    features_ = probe_features();
 }
 
 ChatTemplate::~ChatTemplate() = default;
@@ -28,12 +73,7 @@ std::string ChatTemplate::render(const std::vector<Message> & messages, bool add
     in.add_generation_prompt = add_generation_prompt;
     in.use_jinja             = true;
     in.enable_thinking       = false;
-    for (const auto & m : messages) {
-        common_chat_msg msg;
-        msg.role    = m.role;
-        msg.content = m.content;
-        in.messages.push_back(std::move(msg));
-    }
+    in.messages              = to_common(messages);
     if (templates_) {
         try {
             return common_chat_templates_apply(templates_.get(), in).prompt;
@@ -47,6 +87,75 @@ std::string ChatTemplate::render(const std::vector<Message> & messages, bool add
     } catch (const std::exception & e) {
         throw bad_request(std::string("cannot render the chat template: ") + e.what());
     }
+}
+
+ChatRender ChatTemplate::render_chat(const std::vector<Message> & messages, const std::vector<Tool> & tools,
+                                     const std::optional<ThinkSetting> & think) const {
+    common_chat_templates_inputs in;
+    in.add_generation_prompt = true;
+    in.use_jinja             = true;
+    in.messages              = to_common(messages);
+    in.enable_thinking       = think && think->enabled;
+    // deepseek: the reasoning is parsed out of the answer into its own field.
+    in.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK;
+    for (const auto & t : tools) in.tools.push_back({t.name, t.description, t.parameters});
+    if (think && think->enabled && !think->effort.empty()) {
+        in.chat_template_kwargs["reasoning_effort"] = "\"" + think->effort + "\"";
+    }
+
+    common_chat_params p;
+    bool               rendered = false;
+    if (templates_) {
+        try {
+            p        = common_chat_templates_apply(templates_.get(), in);
+            rendered = true;
+        } catch (const std::exception &) {
+            // As in render(): chatml below.
+        }
+    }
+    if (!rendered) {
+        try {
+            p = common_chat_templates_apply(fallback_.get(), in);
+        } catch (const std::exception & e) {
+            throw bad_request(std::string("cannot render the chat template: ") + e.what());
+        }
+    }
+
+    ChatRender out;
+    out.prompt = p.prompt;
+    if (in.enable_thinking && p.supports_thinking && !p.thinking_end_tags.empty()) {
+        out.thinking_start = p.thinking_start_tag;
+        out.thinking_end   = p.thinking_end_tags.front();
+        // Templates such as DeepSeek-R1's write the start tag themselves (and a newline).
+        const auto last   = p.prompt.find_last_not_of(" \t\r\n");
+        const auto tagged = last == std::string::npos ? std::string() : p.prompt.substr(0, last + 1);
+        out.thinking_open = !out.thinking_start.empty() && tagged.size() >= out.thinking_start.size() &&
+                            tagged.compare(tagged.size() - out.thinking_start.size(), std::string::npos,
+                                           out.thinking_start) == 0;
+    }
+    auto syntax                     = std::make_shared<ChatSyntax>();
+    syntax->params                  = common_chat_parser_params(p);
+    syntax->params.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK;
+    syntax->params.parse_tool_calls = !tools.empty();
+    if (!p.parser.empty()) syntax->params.parser.load(p.parser);
+    out.syntax = std::move(syntax);
+    return out;
+}
+
+ChatFeatures ChatTemplate::probe_features() const {
+    if (!templates_) return {};
+    ChatFeatures f;
+    try {
+        f.thinking = common_chat_templates_support_enable_thinking(templates_.get());
+    } catch (const std::exception &) {
+        f.thinking = false;
+    }
+    const auto caps = common_chat_templates_get_caps(templates_.get());
+    // jinja::caps says true unless it finds otherwise; a template that never mentions tools
+    // cannot render them, whatever the probe says.
+    const auto it = caps.find("supports_tools");
+    f.tools       = it != caps.end() && it->second && source_.find("tools") != std::string::npos;
+    return f;
 }
 
 } // namespace specd::engine

@@ -31,8 +31,13 @@ std::vector<llama_token> fill_in_the_middle(const Model & model, const PromptSpe
     return out;
 }
 
-std::string render(const ChatTemplate & jinja, const templates::GoTemplate * go, const std::vector<Message> & messages) {
-    return go ? templates::render_ollama_prompt(*go, messages) : jinja.render(messages, true);
+// Tools and `think` change the prompt only when asked for: other requests render exactly as
+// they did before either existed.
+std::string render(const ChatTemplate & jinja, const templates::GoTemplate * go, const std::vector<Message> & messages,
+                   const PromptSpec & spec) {
+    if (go) return templates::render_ollama_prompt(*go, messages, spec.tools, spec.think);
+    if (spec.tools.empty() && !spec.think) return jinja.render(messages, true);
+    return jinja.render_chat(messages, spec.tools, spec.think).prompt;
 }
 
 } // namespace
@@ -41,11 +46,7 @@ std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & 
                                       const std::string & default_system, const templates::GoTemplate * go_template) {
     std::vector<llama_token> tokens;
     if (spec.kind == PromptSpec::Kind::chat) {
-        std::vector<Message> messages;
-        const bool has_system = !spec.messages.empty() && spec.messages.front().role == "system";
-        if (!has_system && !default_system.empty()) messages.push_back({"system", default_system});
-        messages.insert(messages.end(), spec.messages.begin(), spec.messages.end());
-        return tokenize_templated(model, render(tmpl, go_template, messages));
+        return tokenize_templated(model, render(tmpl, go_template, conversation_of(spec, default_system), spec));
     }
 
     if (!spec.suffix.empty()) {
@@ -53,11 +54,7 @@ std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & 
     } else if (spec.raw) {
         tokens = model.tokenize(spec.prompt, true, true);
     } else {
-        std::vector<Message> messages;
-        const std::string & system = spec.system.empty() ? default_system : spec.system;
-        if (!system.empty()) messages.push_back({"system", system});
-        messages.push_back({"user", spec.prompt});
-        tokens = tokenize_templated(model, render(tmpl, go_template, messages));
+        tokens = tokenize_templated(model, render(tmpl, go_template, conversation_of(spec, default_system), spec));
     }
 
     if (!spec.context.empty()) {
@@ -98,25 +95,21 @@ MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate
     };
     std::string text;
     if (spec.kind == PromptSpec::Kind::chat) {
-        std::vector<Message> messages;
-        const bool has_system = !spec.messages.empty() && spec.messages.front().role == "system";
-        if (!has_system && !default_system.empty()) messages.push_back({"system", default_system, {}});
-        for (const Message & m : spec.messages) {
-            check_text(m.content);
-            messages.push_back({m.role, with_markers(m.images.size(), m.content), {}});
+        for (const Message & m : spec.messages) check_text(m.content);
+        std::vector<Message> messages = conversation_of(spec, default_system);
+        for (Message & m : messages) {
+            m.content = with_markers(m.images.size(), m.content);
+            m.images.clear();
         }
-        text = render(tmpl, go_template, messages);
+        text = render(tmpl, go_template, messages, spec);
     } else {
         check_text(spec.prompt);
-        const std::string user = with_markers(spec.images.size(), spec.prompt);
         if (spec.raw) {
-            text = user;
+            text = with_markers(spec.images.size(), spec.prompt);
         } else {
-            std::vector<Message> messages;
-            const std::string & system = spec.system.empty() ? default_system : spec.system;
-            if (!system.empty()) messages.push_back({"system", system, {}});
-            messages.push_back({"user", user, {}});
-            text = render(tmpl, go_template, messages);
+            std::vector<Message> messages = conversation_of(spec, default_system);
+            messages.back().content       = with_markers(spec.images.size(), spec.prompt);
+            text = render(tmpl, go_template, messages, spec);
         }
     }
     MultimodalPrompt out = projector->tokenize(text, images, /*add_special=*/true);

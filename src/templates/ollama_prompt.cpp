@@ -26,8 +26,10 @@ Collated collate(const std::vector<Message> & in) {
         if (m.role == "system") out.system += (out.system.empty() ? "" : "\n\n") + m.content;
         if (!out.messages.empty() && out.messages.back().role == m.role) {
             out.messages.back().content += "\n\n" + m.content;
+            auto & calls = out.messages.back().tool_calls;
+            calls.insert(calls.end(), m.tool_calls.begin(), m.tool_calls.end());
         } else {
-            out.messages.push_back({m.role, m.content, {}});
+            out.messages.push_back(m);
         }
     }
     return out;
@@ -46,12 +48,53 @@ GoTemplate parse_ollama_template(std::string_view text) {
     return t;
 }
 
-std::string render_ollama_prompt(const GoTemplate & tmpl, const std::vector<Message> & in) {
+namespace {
+
+// Tool parameters and call arguments are JSON objects in Ollama's template data; text that
+// is not JSON (checked at the API's edge, so not expected here) stays a string.
+json parsed_or_text(const std::string & text) {
+    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    return j.is_discarded() ? json(text) : j;
+}
+
+// Ollama's api.Tool and api.ToolCall, with their Go field names.
+json tools_data(const std::vector<Tool> & tools) {
+    json out = json::array();
+    for (const Tool & t : tools) {
+        out.push_back({{"Type", "function"},
+                       {"Function", {{"Name", t.name}, {"Description", t.description}, {"Parameters", parsed_or_text(t.parameters)}}}});
+    }
+    return out;
+}
+
+json message_data(const Message & m) {
+    json j = {{"Role", m.role}, {"Content", m.content}};
+    if (!m.thinking.empty()) j["Thinking"] = m.thinking;
+    if (!m.tool_name.empty()) j["ToolName"] = m.tool_name;
+    if (!m.tool_calls.empty()) {
+        json calls = json::array();
+        for (const ToolCall & c : m.tool_calls) {
+            calls.push_back({{"Function", {{"Name", c.name}, {"Arguments", parsed_or_text(c.arguments)}}}});
+        }
+        j["ToolCalls"] = std::move(calls);
+    }
+    return j;
+}
+
+} // namespace
+
+std::string render_ollama_prompt(const GoTemplate & tmpl, const std::vector<Message> & in, const std::vector<Tool> & tools,
+                                 const std::optional<ThinkSetting> & think) {
     const Collated c = collate(in);
     if (uses(tmpl, "messages")) {
         json messages = json::array();
-        for (const Message & m : c.messages) messages.push_back({{"Role", m.role}, {"Content", m.content}});
-        return tmpl.render({{"System", c.system}, {"Messages", messages}, {"Tools", json::array()}, {"Response", ""}});
+        for (const Message & m : c.messages) messages.push_back(message_data(m));
+        json data = {{"System", c.system}, {"Messages", messages}, {"Tools", tools_data(tools)}, {"Response", ""}};
+        // Ollama's thinking variables: .Think (on or off), .ThinkLevel, .IsThinkSet.
+        data["Think"]      = think && think->enabled;
+        data["ThinkLevel"] = think ? think->effort : "";
+        data["IsThinkSet"] = think.has_value();
+        return tmpl.render(data);
     }
     std::string out, system, prompt, response;
     const auto  turn = [&] {

@@ -5,6 +5,7 @@
 #include "core/request.h"
 #include "templates/go_template.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,10 +18,12 @@ GoTemplate parse_ollama_template(std::string_view text);
 
 // The prompt for `messages`, ending where the assistant's answer starts.
 // - A template that uses .Messages gets {System (every system message, joined by blank
-//   lines), Messages [{Role, Content}] (consecutive messages of one role merged), Tools [],
-//   Response ""}.
+//   lines), Messages [{Role, Content, Thinking, ToolName, ToolCalls [{Function {Name,
+//   Arguments}}]}] (consecutive messages of one role merged), Tools [{Type, Function {Name,
+//   Description, Parameters}}], Response "", Think, ThinkLevel, IsThinkSet}.
 // - Any other template is rendered once per turn with {System, Prompt, Response}, and the last
 //   turn is cut where .Response is written.
-std::string render_ollama_prompt(const GoTemplate & tmpl, const std::vector<Message> & messages);
+std::string render_ollama_prompt(const GoTemplate & tmpl, const std::vector<Message> & messages,
+                                 const std::vector<Tool> & tools = {}, const std::optional<ThinkSetting> & think = {});
 
 } // namespace specd::templates

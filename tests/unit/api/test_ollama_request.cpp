@@ -54,7 +54,14 @@ TEST(OllamaRequest, RejectsWrongTypesAndUnknownRoles) {
         {{{"model", "m"}, {"images", json(std::vector<std::string>(17, "aGk="))}}, false, "max_images"},
         {{{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "x"}, {"images", {"aGk=", "%"}}}}}}, true,
          "image 1 is not a recognised"},
-        {{{"model", "m"}, {"think", true}}, false, "think"},
+        {{{"model", "m"}, {"think", "max"}}, false, "think must be a boolean or"},
+        {{{"model", "m"}, {"think", 1}}, true, "think must be a boolean or"},
+        {{{"model", "m"}, {"think", true}, {"raw", true}}, false, "think cannot be combined with raw"},
+        {{{"model", "m"}, {"think", true}, {"thinking_budget_chars", 10}}, false, "needs think and format"},
+        {{{"model", "m"}, {"format", "json"}, {"thinking_budget_chars", 10}}, true, "needs think and format"},
+        {{{"model", "m"}, {"think", true}, {"format", "json"}, {"thinking_budget_chars", -1}}, true, "thinking_budget_chars must be"},
+        {{{"model", "m"}, {"messages", {{{"role", "assistant"}, {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", 3}}}}}}}}}},
+         true, "messages[0].tool_calls[0].function.arguments must be a JSON object"},
         {{{"model", "m"}, {"logprobs", "yes"}}, false, "logprobs must be a boolean"},
         {{{"model", "m"}, {"logprobs", true}, {"top_logprobs", 21}}, false, "top_logprobs must be between 0 and 20"},
         {{{"model", "m"}, {"top_logprobs", -1}}, true, "top_logprobs must be between 0 and 20"},
@@ -65,7 +72,9 @@ TEST(OllamaRequest, RejectsWrongTypesAndUnknownRoles) {
         {{{"model", "m"}, {"messages", {{{"role", "wizard"}, {"content", "x"}}}}}, true, "invalid role"},
         {{{"model", "m"}, {"messages", {json::object()}}}, true, "role is required"},
         {{{"model", "m"}, {"messages", "hello"}}, true, "messages must be an array"},
-        {{{"model", "m"}, {"tools", {{{"type", "function"}}}}}, true, "tools"},
+        {{{"model", "m"}, {"tools", {{{"type", "function"}}}}}, true, "tools[0].function must be an object"},
+        {{{"model", "m"}, {"tools", {{{"type", "function"}, {"function", {{"description", "x"}}}}}}}, true, "tools[0].function.name is required"},
+        {{{"model", "m"}, {"tools", "all"}}, true, "tools must be an array"},
     };
     for (const auto & c : cases) {
         const auto msg = bad_request_message([&] { c.chat ? decode_chat(c.body) : decode_generate(c.body); });
