@@ -336,6 +336,7 @@ void Server::register_routes() {
                                    {"parameter_size", m.parameter_size}, {"quantization_level", m.quantization_level}}}};
             // Ollama shows a far-future time for models kept forever.
             j["expires_at"] = m.expires_at ? format_time(*m.expires_at) : "2318-01-01T00:00:00Z";
+            j["parallel"]   = m.parallel; // specd's: sequences decoded together (continuous batching)
             j["memory"]     = std::move(breakdown);
             models.push_back(std::move(j));
         }

@@ -1,6 +1,8 @@
 #include "api/server.h"
 #include "cli/commands.h"
 #include "core/settings.h"
+#include "engine/session.h"
+#include "scheduler/load_estimate.h"
 
 #include <csignal>
 #include <cstdlib>
@@ -19,6 +21,17 @@ std::chrono::nanoseconds default_keep_alive() {
     return std::chrono::minutes(5);
 }
 
+// --parallel / NUM_PARALLEL: 1 to 256 sequences per model; 0 chooses from the memory budget.
+int parse_parallel(const std::string & text) {
+    size_t    used = 0;
+    const int n    = std::stoi(text, &used);
+    if (used != text.size() || n < 0 || n > engine::Session::k_max_parallel) {
+        throw std::invalid_argument("parallel sequences must be a number from 0 (automatic) to " +
+                                    std::to_string(engine::Session::k_max_parallel) + ", not \"" + text + "\"");
+    }
+    return n;
+}
+
 } // namespace
 
 int cmd_serve(const Args & args) {
@@ -29,14 +42,14 @@ int cmd_serve(const Args & args) {
             if (args[i] == "--host" && i + 1 < args.size()) hp = parse_host(args[++i]);
             else if (args[i] == "--models" && i + 1 < args.size()) cfg.models_dir = args[++i];
             else if (args[i] == "--no-draft") cfg.no_draft = true;
-            else if (args[i] == "--parallel" && i + 1 < args.size()) {
-                // One sequence per model for now: asking for more is an error, not a silent 1.
-                if (std::stoi(args[++i]) != 1) throw std::invalid_argument("--parallel above 1 is not supported yet");
-            } else throw std::invalid_argument("unknown argument: " + args[i]);
+            else if (args[i] == "--parallel" && i + 1 < args.size()) cfg.scheduler.num_parallel = parse_parallel(args[++i]);
+            else throw std::invalid_argument("unknown argument: " + args[i]);
         }
-        if (auto v = setting("NUM_PARALLEL"); v && *v != "1" && *v != "0") {
-            std::fprintf(stderr, "specd: NUM_PARALLEL=%s ignored: one sequence per model for now\n", v->c_str());
+        if (auto v = setting("NUM_PARALLEL"); v && cfg.scheduler.num_parallel == 0) {
+            cfg.scheduler.num_parallel = parse_parallel(*v);
         }
+        if (auto v = setting("MAX_MEMORY")) cfg.scheduler.memory_budget = parse_byte_size(*v);
+        if (auto v = setting("MAX_LOADED_MODELS")) cfg.scheduler.max_loaded_models = std::stoul(*v);
         cfg.host = hp.host;
         cfg.port = hp.port;
         if (cfg.models_dir.empty()) cfg.models_dir = configured_models_dir();
@@ -53,6 +66,8 @@ int cmd_serve(const Args & args) {
         if (auto v = setting("MAX_BODY")) cfg.max_body_bytes = parse_byte_size(*v);
         if (auto v = setting("PROMPT_CACHE")) cfg.prompt_cache_bytes = *v == "0" ? 0 : parse_byte_size(*v);
         cfg.scheduler.default_keep_alive = default_keep_alive();
+        // Loaded models may use most of the machine's memory; the rest is left to the system.
+        if (cfg.scheduler.memory_budget == 0) cfg.scheduler.memory_budget = scheduler::physical_memory_bytes() / 10 * 9;
     } catch (const std::exception & e) {
         std::fprintf(stderr, "specd serve: %s\n", e.what());
         return 2;

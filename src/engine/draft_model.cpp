@@ -58,12 +58,12 @@ DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint3
 
 std::optional<cache::SeqState> DraftModel::save_state(size_t max_bytes) {
     if (base_ != 0) return std::nullopt;
-    return save_seq_state(ctx_.get(), cached_, max_bytes);
+    return save_seq_state(ctx_.get(), 0, cached_, max_bytes);
 }
 
 void DraftModel::restore_state(const cache::SeqState & state) {
     base_ = 0;
-    if (restore_seq_state(ctx_.get(), state, state.tokens.size())) cached_ = state.tokens;
+    if (restore_seq_state(ctx_.get(), 0, state, state.tokens.size())) cached_ = state.tokens;
     else cached_.clear();
 }
 

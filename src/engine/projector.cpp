@@ -116,7 +116,8 @@ MultimodalPrompt Projector::tokenize(const std::string & text, const std::vector
     return out;
 }
 
-Projector::EvalTimes Projector::eval(const ImageSpan & image, llama_context * ctx, llama_pos pos, int32_t n_batch) const {
+Projector::EvalTimes Projector::eval(const ImageSpan & image, llama_context * ctx, llama_seq_id seq, llama_pos pos,
+                                     int32_t n_batch) const {
     const auto now = [] { return std::chrono::steady_clock::now(); };
     const auto ns  = [](auto d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
     EvalTimes  t;
@@ -127,7 +128,7 @@ Projector::EvalTimes Projector::eval(const ImageSpan & image, llama_context * ct
     const auto t1   = now();
     llama_pos  next = 0;
     const int32_t rc = mtmd_helper_decode_image_chunk(ctx_.get(), ctx, image.chunk.get(), mtmd_get_output_embd(ctx_.get()),
-                                                      pos, 0, n_batch, &next, nullptr, nullptr);
+                                                      pos, seq, n_batch, &next, nullptr, nullptr);
     if (rc != 0) throw Error(ErrorKind::internal, "the image embeddings could not be decoded (" + std::to_string(rc) + ")");
     t.encode_ns = ns(t1 - t0);
     t.decode_ns = ns(now() - t1);

@@ -53,14 +53,14 @@ class Projector {
     // tokens parsed (templated prompts); `add_special` adds the model's BOS.
     MultimodalPrompt tokenize(const std::string & text, const std::vector<ImagePtr> & images, bool add_special) const;
 
-    // Encodes the image and writes its embeddings into `ctx`'s sequence 0 from `pos`, in
+    // Encodes the image and writes its embeddings into `ctx`'s sequence `seq` from `pos`, in
     // one batch of up to `n_batch` tokens (an image that attends to itself non-causally must
     // fit one micro-batch: the caller sizes the context for it). Throws on failure.
     struct EvalTimes {
         int64_t encode_ns = 0;
         int64_t decode_ns = 0;
     };
-    EvalTimes eval(const ImageSpan & image, llama_context * ctx, llama_pos pos, int32_t n_batch) const;
+    EvalTimes eval(const ImageSpan & image, llama_context * ctx, llama_seq_id seq, llama_pos pos, int32_t n_batch) const;
 
     uint64_t size_bytes() const { return size_bytes_; } // the projector file (its weights)
 

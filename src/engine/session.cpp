@@ -2,12 +2,9 @@
 
 #include "core/error.h"
 #include "engine/context_factory.h"
-#include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/seq_state.h"
-#include "engine/stop_matcher.h"
-#include "engine/utf8_stream.h"
-#include "grammar/json_schema.h"
+#include "spec/ngram_drafter.h"
 #include "spec/verifier.h"
 
 #include <algorithm>
@@ -31,6 +28,9 @@ constexpr size_t k_save_min_lost = 32;
 // A saved state is restored when it holds at least this many more prompt tokens than the
 // live KV: below that, evaluating them costs about as much as the copy.
 constexpr size_t k_restore_min_gain = 16;
+// A prompt's chunk in a step that also carries other requests' rounds: small enough that the
+// running streams keep flowing while a long prompt is read.
+constexpr int32_t k_prefill_chunk_streaming = 128;
 
 // An image is evaluated whole: a prefix that ends inside one is cut back to its start.
 size_t image_boundary(const MultimodalPrompt & prompt, size_t n) {
@@ -75,88 +75,428 @@ std::vector<llama_token> truncate_prompt(const std::vector<llama_token> & prompt
     return out;
 }
 
+
+struct Session::Slot {
+    llama_seq_id                seq = 0;
+    std::vector<llama_token>    cached; // tokens whose KV is in this sequence, in order
+    std::unique_ptr<DraftModel> draft;
+    spec::NgramDrafter          ngram;
+    spec::FirstOfDrafters       drafters; // prompt lookup first (free), then the draft model
+    uint64_t                    last_used = 0;
+    bool                        busy      = false;
+};
+
+// One request on one sequence: its prompt is read in chunks, then each round proposes
+// forced text and drafts after its last token, and verifies them in the step's batch.
+class Session::Run {
+  public:
+    Run(Session & s, Slot & slot, uint64_t id, MultimodalPrompt prompt, GenerateOptions opts, TextSink emit,
+        LogprobSink emit_logprobs, const std::atomic<bool> & cancel) :
+        id(id), slot(slot), cancel(cancel), s_(s), mm_(std::move(prompt)), opts_(std::move(opts)),
+        emit_(std::move(emit)), emit_logprobs_(std::move(emit_logprobs)),
+        sampler_(*s.model_, opts_.sampling, opts_.grammar), rng_(make_rng(opts_.sampling.seed)),
+        depth_(s.prior_, draft_cap(opts_), spec::DepthConfig{.k_max = k_spec_max}),
+        out_(*s.model_, opts_, emit_, emit_logprobs_) {
+        const std::vector<llama_token> & prompt_tokens = mm_.tokens;
+        const size_t history = std::min(prompt_tokens.size(), size_t(std::max(opts_.sampling.repeat_last_n, 0)));
+        // Penalties look at the prompt's text tokens; image positions have no token id.
+        std::vector<llama_token> recent;
+        for (llama_token t : std::span(prompt_tokens).last(history)) {
+            if (!is_image_token(t)) recent.push_back(t);
+        }
+        sampler_.accept_history(recent);
+        if (slot.draft) slot.draft->begin_request(opts_.sampling, &cancel);
+        const int32_t n_ctx = int32_t(s.n_ctx_);
+        n_keep_    = std::clamp(opts_.num_keep, 0, n_ctx / 2);
+        can_shift_ = opts_.shift && opts_.num_predict != -2 && llama_memory_can_shift(llama_get_memory(s.ctx_.get()));
+    }
+
+    const uint64_t            id;
+    Slot &                    slot;
+    const std::atomic<bool> & cancel;
+    std::exception_ptr        error;
+
+    bool prefilling() const { return phase_ == Phase::prefill; }
+    bool ended() const { return phase_ == Phase::ended || error; }
+
+    // Adds up to `room` prompt tokens to the batch (images are evaluated on their own, right
+    // away); true when it added any.
+    bool add_prefill(int32_t room) {
+        Batch & batch = s_.batch_;
+        if (!prefill_started_) begin_prefill();
+        const std::vector<llama_token> & tokens = mm_.tokens;
+        const int32_t chunk = std::max(1, std::min({s_.opts_.num_batch, batch.capacity(), room}));
+        int32_t added = 0;
+        while (pos_ < tokens.size() && added < chunk) {
+            if (next_image_ < mm_.images.size() && pos_ == mm_.images[next_image_].start) {
+                if (added > 0) break; // the image goes after this chunk's text is decoded
+                const ImageSpan & image = mm_.images[next_image_++];
+                const auto        times = s_.eval_image(slot, mm_, image, cancel);
+                result_.stats.image_count += 1;
+                result_.stats.image_tokens += static_cast<int32_t>(image.n_pos);
+                result_.stats.image_encode_ns += times.encode_ns;
+                result_.stats.image_decode_ns += times.decode_ns;
+                pos_ += image.n_pos;
+                continue;
+            }
+            const size_t end = next_image_ < mm_.images.size() ? mm_.images[next_image_].start : tokens.size();
+            for (; pos_ < end && added < chunk; ++pos_, ++added) {
+                const bool last = pos_ + 1 == tokens.size();
+                const int32_t idx = batch.add(tokens[pos_], static_cast<llama_pos>(pos_), slot.seq, last);
+                if (last) logits_idx_ = idx;
+            }
+        }
+        batch_tokens_ = added;
+        return added > 0;
+    }
+
+    // Plans this round and adds the last token, forced tokens and drafts to the batch; false
+    // when the answer ended before the round (the context is full and cannot shift).
+    bool add_round() {
+        const int32_t n_ctx = int32_t(s_.n_ctx_);
+        if (static_cast<int32_t>(slot.cached.size()) + 1 > n_ctx) {
+            if (!can_shift_) {
+                out_.end(DoneReason::length);
+                phase_ = Phase::ended;
+                return false;
+            }
+            s_.shift_context(slot, n_keep_);
+        }
+        // 1-2. Plan and draft. First the text the grammar forces from here (free: no model
+        // ran to find it), as much of it as the controller finds worth verifying; then the
+        // depth k of prompt lookup or the draft model under the grammar's state after that
+        // text. The context, num_predict and the batch bound both. Every proposed token is
+        // verified by the target below like any draft.
+        Batch &       batch  = s_.batch_;
+        const int     room   = n_ctx - static_cast<int>(slot.cached.size()) - 1;
+        const int     budget = std::min({room, out_.remaining() - 1, batch.capacity() - batch.size() - 1});
+        const int64_t td0    = now_ns();
+        drafts_.clear();
+        dists_.clear();
+        n_forced_ = 0;
+        forced_   = {};
+        grammar_round_ns_ = 0;
+        std::optional<grammar::Constraint> after_forced;
+        const grammar::Constraint *        state = sampler_.constraint();
+        const bool look_for_forced = state && budget > 0 &&
+                                     (opts_.draft_fixed_k ? *opts_.draft_fixed_k > 0 : depth_.wants_forced());
+        if (look_for_forced) {
+            forced_ = s_.forced_tokens(*state, last_, std::min(budget, k_forced_max));
+            const int use = opts_.draft_fixed_k ? static_cast<int>(forced_.tokens.size())
+                                                : depth_.plan_forced(static_cast<int>(forced_.tokens.size()));
+            forced_.tokens.resize(size_t(use));
+            drafts_   = forced_.tokens;
+            n_forced_ = static_cast<int>(drafts_.size());
+            for (llama_token t : drafts_) dists_.push_back(spec::TokenDist::point(t));
+            if (n_forced_ > 0) {
+                after_forced.emplace(state->clone());
+                for (llama_token t : drafts_) after_forced->accept(t);
+                state = &*after_forced;
+            }
+            grammar_round_ns_ += now_ns() - td0;
+        }
+        const int planned = opts_.draft_fixed_k ? *opts_.draft_fixed_k : depth_.plan(n_forced_);
+        k_                = std::min(planned, budget - n_forced_);
+        if (k_ > 0) {
+            history_.assign(slot.cached.begin(), slot.cached.end());
+            history_.push_back(last_);
+            history_.insert(history_.end(), drafts_.begin(), drafts_.end());
+            spec::Proposal proposal = slot.drafters.propose(history_, k_, rng_, state);
+            if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
+            // Under a grammar a draft is cut at its first illegal token: verifying it would
+            // only cost positions the target is sure to reject.
+            const int64_t tg0 = now_ns();
+            // Prompt lookup copies what followed a match in the history, image positions
+            // included: those are no tokens to propose.
+            const auto image_at = std::find_if(proposal.tokens.begin(), proposal.tokens.end(), is_image_token);
+            proposal.tokens.erase(image_at, proposal.tokens.end());
+            proposal.dists.resize(proposal.tokens.size());
+            const size_t legal = state ? state->legal_prefix(proposal.tokens) : proposal.tokens.size();
+            if (state) grammar_round_ns_ += now_ns() - tg0;
+            if (legal < proposal.tokens.size()) {
+                auto & g = result_.grammar_drafts;
+                if (legal == 0) ++g.no_legal_draft;
+                else ++g.truncated_rounds;
+                g.truncated_tokens += static_cast<int64_t>(proposal.tokens.size() - legal);
+            }
+            drafts_.insert(drafts_.end(), proposal.tokens.begin(), proposal.tokens.begin() + legal);
+            dists_.insert(dists_.end(), std::make_move_iterator(proposal.dists.begin()),
+                          std::make_move_iterator(proposal.dists.begin() + legal));
+        }
+        n_drafted_  = static_cast<int>(drafts_.size()) - n_forced_;
+        draft_ns_   = now_ns() - td0;
+
+        // 3. The last token plus the forced tokens and drafts, logits for all:
+        // (1 + n_forced + n_drafted) positions starting at P = cached.size().
+        pos0_       = static_cast<llama_pos>(slot.cached.size());
+        logits_idx_ = batch.add(last_, pos0_, slot.seq, true);
+        for (size_t i = 0; i < drafts_.size(); ++i) batch.add(drafts_[i], pos0_ + 1 + static_cast<llama_pos>(i), slot.seq, true);
+        batch_tokens_ = 1 + static_cast<int32_t>(drafts_.size());
+        return true;
+    }
+
+    // Reads this run's logits after the step's decode (`decode_ns` long, shared by
+    // `batch_runs` requests).
+    void after_decode(int64_t decode_ns, int batch_runs) {
+        if (prefilling()) after_prefill_chunk();
+        else after_round(decode_ns, batch_runs);
+    }
+
+    // Releases held-back text and completes the result.
+    GenerateResult finish() {
+        out_.finish();
+        result_.reason        = out_.reason();
+        result_.stats.eval_count = out_.eval_count();
+        result_.stats.eval_ns = t1_ > 0 ? now_ns() - t1_ : 0;
+        result_.grammar_drafts.grammar_ns += sampler_.grammar_ns();
+        result_.speculation   = depth_.stats();
+        result_.context       = mm_.tokens;
+        result_.context.insert(result_.context.end(), out_.tokens().begin(), out_.tokens().end());
+        depth_.fold_into(s_.prior_);
+        return std::move(result_);
+    }
+
+  private:
+    enum class Phase { prefill, generate, ended };
+
+    static std::optional<int> draft_cap(const GenerateOptions & opts) {
+        if (opts.draft_num_predict >= 0) return std::min<int>(opts.draft_num_predict, k_spec_max);
+        return std::nullopt;
+    }
+
+    // Makes the slot's KV hold the longest usable prefix of the prompt (its own, or a saved
+    // state's), and drops the rest.
+    void begin_prefill() {
+        prefill_started_ = true;
+        t0_              = now_ns();
+        const std::vector<llama_token> & tokens = mm_.tokens;
+        std::vector<llama_token> &       cached = slot.cached;
+        size_t common = 0;
+        while (common < cached.size() && common < tokens.size() && cached[common] == tokens[common]) ++common;
+        common = s_.reuse_saved(slot, mm_, image_boundary(mm_, common));
+        if (common == tokens.size()) --common; // the last prompt token must be decoded for its logits
+        llama_memory_t mem = llama_get_memory(s_.ctx_.get());
+        if (!llama_memory_seq_rm(mem, slot.seq, static_cast<llama_pos>(common), -1)) {
+            llama_memory_seq_rm(mem, slot.seq, -1, -1);
+            common = 0;
+        }
+        cached.resize(common);
+        pos_         = common;
+        prompt_kept_ = common;
+        while (next_image_ < mm_.images.size() && mm_.images[next_image_].start < common) ++next_image_;
+    }
+
+    void after_prefill_chunk() {
+        const std::vector<llama_token> & tokens = mm_.tokens;
+        slot.cached.insert(slot.cached.end(), tokens.begin() + static_cast<std::ptrdiff_t>(slot.cached.size()),
+                           tokens.begin() + static_cast<std::ptrdiff_t>(pos_));
+        if (pos_ < tokens.size()) return;
+        result_.stats.prompt_eval_count = static_cast<int32_t>(tokens.size() - prompt_kept_);
+        result_.stats.prompt_count      = static_cast<int32_t>(tokens.size());
+        t1_                             = now_ns();
+        result_.stats.prompt_eval_ns    = t1_ - t0_;
+        // The first token comes from the prompt's logits; every later one from a round.
+        phase_ = Phase::generate;
+        last_  = choose(sampler_.distribution(s_.ctx_.get(), logits_idx_));
+        sampler_.accept(last_);
+        if (out_.commit(last_, s_.ctx_.get(), logits_idx_)) phase_ = Phase::ended;
+    }
+
+    void after_round(int64_t decode_ns, int batch_runs) {
+        slot.cached.push_back(last_);
+        // 4. Verify position by position; the chain state always matches what is committed.
+        llama_context *  ctx         = s_.ctx_.get();
+        int              n_accepted  = 0;
+        llama_token      next        = -1;
+        bool             done        = false;
+        std::string_view forced_rest = forced_.text; // what is still forced at position i < n_forced
+        for (size_t i = 0; i <= drafts_.size(); ++i) {
+            const int32_t         idx = logits_idx_ + static_cast<int32_t>(i);
+            const spec::TokenDist p   = sampler_.distribution(ctx, idx);
+            bool                  accepted = false;
+            if (i < drafts_.size()) {
+                const auto v = sampler_.greedy() ? spec::verify_greedy(drafts_[i], p.ids[0])
+                                                 : spec::verify_stochastic(drafts_[i], p, dists_[i], rng_);
+                accepted = v.accepted;
+                next     = v.token;
+            } else {
+                next = choose(p);
+            }
+            sampler_.accept(next);
+            if (i < size_t(n_forced_)) {
+                s_.speller_.learn(i == 0 ? last_ : drafts_[i - 1], forced_rest, next);
+                forced_rest.remove_prefix(std::min(forced_rest.size(), s_.model_->token_piece(next).size()));
+            }
+            done = out_.commit(next, ctx, idx);
+            if (!accepted || done) break;
+            ++n_accepted;
+            slot.cached.push_back(next); // an accepted draft's KV is already in the cache
+        }
+
+        // 5. Roll back what was not accepted; `next` is the new last token (not decoded yet).
+        llama_memory_seq_rm(llama_get_memory(ctx), slot.seq, pos0_ + 1 + n_accepted, -1);
+        last_ = next;
+        if (done) phase_ = Phase::ended;
+        if (result_.k_histogram.size() <= size_t(n_drafted_)) result_.k_histogram.resize(size_t(n_drafted_) + 1);
+        ++result_.k_histogram[size_t(n_drafted_)];
+        result_.grammar_drafts.forced += n_forced_;
+        result_.grammar_drafts.grammar_ns += grammar_round_ns_;
+        result_.grammar_drafts.forced_accepted += std::min(n_accepted, n_forced_);
+        // The drafts were judged only if the forced run ahead of them was accepted in full.
+        const bool judged = n_accepted >= n_forced_;
+        depth_.observe({.k_planned         = std::max(k_, 0),
+                        .n_drafted         = n_drafted_,
+                        .n_accepted        = judged ? n_accepted - n_forced_ : 0,
+                        .n_forced          = n_forced_,
+                        .n_forced_accepted = std::min(n_accepted, n_forced_),
+                        .drafts_judged     = judged,
+                        .draft_s           = draft_ns_ / 1e9,
+                        .verify_s          = decode_ns / 1e9,
+                        .batch_size        = batch_runs});
+    }
+
+    llama_token choose(const spec::TokenDist & p) {
+        return sampler_.greedy() ? p.ids[0] : p.draw(spec::uniform01(rng_));
+    }
+
+    Session &        s_;
+    MultimodalPrompt mm_;
+    GenerateOptions  opts_;
+    TextSink         emit_;
+    LogprobSink      emit_logprobs_;
+    GenerateResult   result_;
+    Sampler          sampler_;
+    spec::Rng        rng_;
+    spec::DepthController depth_;
+    GenerationOutput out_;
+    Phase            phase_ = Phase::prefill;
+    int32_t          n_keep_    = 0;
+    bool             can_shift_ = false;
+    int64_t          t0_ = 0, t1_ = 0;
+
+    // Prefill.
+    bool    prefill_started_ = false;
+    size_t  pos_             = 0; // the next prompt position to evaluate
+    size_t  prompt_kept_     = 0; // prompt positions whose KV was reused
+    size_t  next_image_      = 0;
+    int32_t batch_tokens_    = 0; // tokens this run has in the step's batch
+
+    // The round in the step's batch.
+    llama_token                  last_ = -1; // committed, not decoded yet
+    llama_pos                    pos0_ = 0;
+    int32_t                      logits_idx_ = -1; // the batch index of `last_` (prefill: of the prompt's last token)
+    std::vector<llama_token>     drafts_; // (n_forced + n_drafted)
+    std::vector<spec::TokenDist> dists_;  // (n_forced + n_drafted): what each was drawn from
+    int                          n_forced_  = 0;
+    int                          n_drafted_ = 0;
+    int                          k_         = 0;
+    Forced                       forced_;
+    int64_t                      grammar_round_ns_ = 0;
+    int64_t                      draft_ns_         = 0;
+    std::vector<llama_token>     history_;
+};
+
 Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std::shared_ptr<Model> draft,
-                 PromptCacheLink cache) :
+                 PromptCacheLink cache, int n_seq) :
     model_(std::move(model)),
+    draft_model_(std::move(draft)),
     opts_(opts),
     n_ctx_(static_cast<uint32_t>(clamp_ctx(opts.num_ctx, model_->n_ctx_train()))),
-    // A verify batch holds 1 + forced + k tokens, whatever num_batch says.
-    batch_(std::max({1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_)), 1 + k_forced_max + k_spec_max}), 1),
+    // Every sequence's round fits one batch: 1 + forced + k tokens each, whatever num_batch says.
+    batch_(std::max({1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_) * std::max(n_seq, 1)),
+                     std::max(n_seq, 1) * (1 + k_forced_max + k_spec_max)}),
+           1),
     speller_(*model_),
     cache_(std::move(cache)) {
-    const int32_t n_ctx     = static_cast<int32_t>(n_ctx_);
+    if (n_seq < 1 || n_seq > k_max_parallel) {
+        throw bad_request("parallel sequences must be between 1 and " + std::to_string(k_max_parallel));
+    }
     const int32_t n_threads = opts.num_thread > 0 ? opts.num_thread : default_threads(*model_);
 
+    // One KV cache for all sequences (llama.cpp's unified KV): a batch may then mix a long
+    // prompt chunk with single-token rounds in one micro-batch. Each sequence is held to
+    // num_ctx tokens by this class, so the cache is num_ctx per sequence, as Ollama sizes it.
     llama_context_params cp = llama_context_default_params();
-    cp.n_ctx               = n_ctx;
+    cp.n_ctx               = n_ctx_ * uint32_t(n_seq);
     cp.n_batch             = batch_.capacity();
     cp.n_ubatch            = batch_.capacity();
-    cp.n_seq_max           = 1;
+    cp.n_seq_max           = uint32_t(n_seq);
+    cp.kv_unified          = true;
     cp.n_threads           = n_threads;
     cp.n_threads_batch     = n_threads;
-    cp.abort_callback      = abort_when_cancelled;
-    cp.abort_callback_data = &cancel_;
+    cp.abort_callback      = abort_step;
+    cp.abort_callback_data = this;
 
-    CreatedContext created = create_context(*model_, cp, "cannot create a context of " + std::to_string(n_ctx) + " tokens");
+    CreatedContext created = create_context(*model_, cp, "cannot create a context of " + std::to_string(cp.n_ctx) + " tokens");
     ctx_           = std::move(created.ctx);
     memory_.target = created.bytes;
-    if (draft) {
-        draft_        = std::make_unique<DraftModel>(std::move(draft), *model_, n_ctx_, batch_.capacity());
-        memory_.draft = draft_->memory();
+    for (int i = 0; i < n_seq; ++i) {
+        auto slot = std::make_unique<Slot>();
+        slot->seq = i;
+        if (draft_model_) {
+            slot->draft = std::make_unique<DraftModel>(draft_model_, *model_, n_ctx_, batch_.capacity());
+            memory_.draft.kv += slot->draft->memory().kv;
+            memory_.draft.compute += slot->draft->memory().compute;
+        }
+        slot->drafters.add(&slot->ngram);
+        if (slot->draft) slot->drafters.add(slot->draft.get());
+        slots_.push_back(std::move(slot));
     }
-    drafters_.add(&ngram_);
-    if (draft_) drafters_.add(draft_.get());
 }
 
-void Session::decode_or_throw(const std::atomic<bool> & cancel) {
-    const int32_t rc = llama_decode(ctx_.get(), batch_.get());
-    if (rc == 0) return;
-    // After a failed or aborted decode the cache may hold part of the batch: forget it all.
-    llama_memory_clear(llama_get_memory(ctx_.get()), true);
-    cached_.clear();
-    if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
-    throw Error(ErrorKind::internal, "llama_decode failed (" + std::to_string(rc) + ")");
+Session::~Session() = default;
+
+// llama.cpp asks between micro-batches: a decode stops early only when every request it
+// serves has been cancelled (the others still need its result).
+bool Session::abort_step(void * data) {
+    const auto & runs = static_cast<const Session *>(data)->in_batch_;
+    if (runs.empty()) return false;
+    return std::all_of(runs.begin(), runs.end(), [](const Run * r) { return r->cancel.load(std::memory_order_relaxed); });
 }
 
-void Session::save_live(size_t keep) {
+void Session::save_live(Slot & slot, size_t keep) {
     if (!cache_.cache || !cache_.cache->enabled()) return;
-    if (cached_.size() < keep + k_save_min_lost || cache_.cache->covers(cache_.ns, cached_)) return;
+    if (slot.cached.size() < keep + k_save_min_lost || cache_.cache->covers(cache_.ns, slot.cached)) return;
     const size_t budget = cache_.cache->budget_bytes();
-    auto         target = save_seq_state(ctx_.get(), cached_, budget);
+    auto         target = save_seq_state(ctx_.get(), slot.seq, slot.cached, budget);
     if (!target) return;
     std::optional<cache::SeqState> draft;
-    if (draft_) draft = draft_->save_state(budget - std::min(budget, target->bytes.size()));
+    if (slot.draft) draft = slot.draft->save_state(budget - std::min(budget, target->bytes.size()));
     cache_.cache->store(cache_.ns, std::move(*target), std::move(draft));
 }
 
-void Session::park() { save_live(0); }
+void Session::park() {
+    for (auto & slot : slots_) {
+        if (!slot->busy) save_live(*slot, 0);
+    }
+}
 
-bool Session::restore(const cache::CacheEntry & entry, size_t n_tokens) {
-    cached_.clear();
-    if (!restore_seq_state(ctx_.get(), entry.target, n_tokens)) return false;
-    cached_.assign(entry.target.tokens.begin(), entry.target.tokens.begin() + static_cast<std::ptrdiff_t>(n_tokens));
+bool Session::restore(Slot & slot, const cache::CacheEntry & entry, size_t n_tokens) {
+    slot.cached.clear();
+    if (!restore_seq_state(ctx_.get(), slot.seq, entry.target, n_tokens)) return false;
+    slot.cached.assign(entry.target.tokens.begin(), entry.target.tokens.begin() + static_cast<std::ptrdiff_t>(n_tokens));
     // The draft keeps whatever prefix of its saved sequence the next proposal shares.
-    if (draft_ && entry.draft) draft_->restore_state(*entry.draft);
+    if (slot.draft && entry.draft) slot.draft->restore_state(*entry.draft);
     return true;
 }
 
-size_t Session::reuse_saved(const MultimodalPrompt & mm, size_t live) {
+size_t Session::reuse_saved(Slot & slot, const MultimodalPrompt & mm, size_t live) {
     const std::vector<llama_token> & prompt = mm.tokens;
     // The last prompt token is always evaluated (its logits start the answer).
     const size_t wanted = prompt.size() - 1;
     if (!cache_.cache || !cache_.cache->enabled() || live + k_restore_min_gain > wanted) {
-        save_live(live);
+        save_live(slot, live);
         return live;
     }
     const cache::PromptCache::Hit hit = cache_.cache->find(cache_.ns, prompt);
     const size_t                  n   = image_boundary(mm, std::min(hit.length, wanted));
     if (!hit.entry || n < live + k_restore_min_gain) {
         cache_.cache->count_miss();
-        save_live(live);
+        save_live(slot, live);
         return live;
     }
-    save_live(0); // the restore replaces all of it
-    if (!restore(*hit.entry, n)) {
+    save_live(slot, 0); // the restore replaces all of it
+    if (!restore(slot, *hit.entry, n)) {
         cache_.cache->count_miss();
         return 0;
     }
@@ -164,68 +504,38 @@ size_t Session::reuse_saved(const MultimodalPrompt & mm, size_t live) {
     return n;
 }
 
-int32_t Session::prefill(const MultimodalPrompt & prompt, const std::atomic<bool> & cancel, GenerateStats & stats) {
-    const std::vector<llama_token> & tokens = prompt.tokens;
-    llama_memory_t mem = llama_get_memory(ctx_.get());
-    size_t common = 0;
-    while (common < cached_.size() && common < tokens.size() && cached_[common] == tokens[common]) ++common;
-    common = reuse_saved(prompt, image_boundary(prompt, common));
-    if (common == tokens.size()) --common; // the last prompt token must be decoded for its logits
-    if (!llama_memory_seq_rm(mem, 0, static_cast<llama_pos>(common), -1)) {
-        llama_memory_clear(mem, true);
-        common = 0;
-    }
-    cached_.resize(common);
-
-    const int32_t chunk      = std::max(1, std::min(opts_.num_batch, batch_.capacity()));
-    int32_t       last_idx   = -1;
-    size_t        next_image = 0;
-    while (next_image < prompt.images.size() && prompt.images[next_image].start < common) ++next_image;
-    for (size_t i = common; i < tokens.size();) {
-        if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
-        if (next_image < prompt.images.size() && i == prompt.images[next_image].start) {
-            const ImageSpan & image = prompt.images[next_image++];
-            const auto        times = eval_image(prompt, image, cancel);
-            stats.image_count += 1;
-            stats.image_tokens += static_cast<int32_t>(image.n_pos);
-            stats.image_encode_ns += times.encode_ns;
-            stats.image_decode_ns += times.decode_ns;
-            i += image.n_pos;
-            continue;
-        }
-        const size_t end = next_image < prompt.images.size() ? prompt.images[next_image].start : tokens.size();
-        batch_.clear();
-        for (; i < end && batch_.size() < chunk; ++i) {
-            last_idx = batch_.add(tokens[i], static_cast<llama_pos>(i), 0, i + 1 == tokens.size());
-        }
-        decode_or_throw(cancel);
-        cached_.insert(cached_.end(), tokens.begin() + cached_.size(), tokens.begin() + i);
-    }
-    stats.prompt_eval_count = static_cast<int32_t>(tokens.size() - common);
-    stats.prompt_count      = static_cast<int32_t>(tokens.size());
-    return last_idx;
-}
-
-Projector::EvalTimes Session::eval_image(const MultimodalPrompt & prompt, const ImageSpan & image,
-                                        const std::atomic<bool> & cancel) {
+Projector::EvalTimes Session::eval_image(Slot & slot, const MultimodalPrompt & prompt, const ImageSpan & image,
+                                         const std::atomic<bool> & cancel) {
     // Attention over an image's tokens may be non-causal: all of them in one micro-batch (the
     // runner sizes the context for the request's largest image; llama.cpp aborts otherwise).
     if (!prompt.projector || image.n_pos > size_t(batch_.capacity())) {
         throw Error(ErrorKind::internal, "the context cannot hold an image of " + std::to_string(image.n_pos) +
                                              " tokens in one batch");
     }
-    const size_t         pos = cached_.size();
+    const size_t         pos = slot.cached.size();
     Projector::EvalTimes times;
+    // The image's own decodes stop early only for its own request.
+    struct Watch {
+        std::vector<Run *> & in_batch;
+        std::vector<Run *>   saved;
+        Watch(std::vector<Run *> & b, Run * r) : in_batch(b), saved(std::move(b)) { in_batch = {r}; }
+        ~Watch() { in_batch = std::move(saved); }
+    };
+    Run * owner = nullptr;
+    for (auto & r : runs_) {
+        if (&r->slot == &slot) owner = r.get();
+    }
     try {
-        times = prompt.projector->eval(image, ctx_.get(), static_cast<llama_pos>(pos), batch_.capacity());
+        Watch watch(in_batch_, owner);
+        times = prompt.projector->eval(image, ctx_.get(), slot.seq, static_cast<llama_pos>(pos), batch_.capacity());
     } catch (...) {
-        llama_memory_clear(llama_get_memory(ctx_.get()), true);
-        cached_.clear();
+        llama_memory_seq_rm(llama_get_memory(ctx_.get()), slot.seq, -1, -1);
+        slot.cached.clear();
         if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
         throw;
     }
-    cached_.insert(cached_.end(), prompt.tokens.begin() + static_cast<std::ptrdiff_t>(pos),
-                   prompt.tokens.begin() + static_cast<std::ptrdiff_t>(pos + image.n_pos));
+    slot.cached.insert(slot.cached.end(), prompt.tokens.begin() + static_cast<std::ptrdiff_t>(pos),
+                       prompt.tokens.begin() + static_cast<std::ptrdiff_t>(pos + image.n_pos));
     return times;
 }
 
@@ -240,115 +550,41 @@ Session::Forced Session::forced_tokens(const grammar::Constraint & state, llama_
     return f;
 }
 
-void Session::shift_context(int32_t n_keep) {
+void Session::shift_context(Slot & slot, int32_t n_keep) {
     llama_memory_t mem     = llama_get_memory(ctx_.get());
-    const int32_t  n_past  = static_cast<int32_t>(cached_.size());
+    const int32_t  n_past  = static_cast<int32_t>(slot.cached.size());
     const int32_t  discard = (n_past - n_keep) / 2;
-    llama_memory_seq_rm(mem, 0, n_keep, n_keep + discard);
-    llama_memory_seq_add(mem, 0, n_keep + discard, n_past, -discard);
-    cached_.erase(cached_.begin() + n_keep, cached_.begin() + n_keep + discard);
+    llama_memory_seq_rm(mem, slot.seq, n_keep, n_keep + discard);
+    llama_memory_seq_add(mem, slot.seq, n_keep + discard, n_past, -discard);
+    slot.cached.erase(slot.cached.begin() + n_keep, slot.cached.begin() + n_keep + discard);
 }
 
-// The per-request state of a generation: turns chosen tokens into text, and knows when the
-// answer ends (end of generation, a stop string, num_predict, a complete JSON value).
-// With logprobs, a token's log-probability goes out with the first text emitted at or after
-// it; tokens whose text a stop string removed entirely are not reported.
-class Session::Generation {
-  public:
-    Generation(const Model & model, llama_context * ctx, const GenerateOptions & opts, const TextSink & emit,
-               const LogprobSink & emit_logprobs, GenerateResult & result) :
-        model_(model), ctx_(ctx), opts_(opts), emit_(emit), emit_logprobs_(emit_logprobs), result_(result),
-        stops_(opts.stop) {}
-
-    // Records one token of the answer, chosen at batch index `idx`; true when the answer has ended.
-    bool commit(llama_token token, int32_t idx) {
-        if (model_.is_eog(token)) return end(DoneReason::stop);
-        ++result_.stats.eval_count;
-        result_.context.push_back(token);
-        if (opts_.logprobs >= 0) pending_.push_back(logprob_at(idx, token));
-        const auto r = stops_.push(utf8_.push(model_.token_piece(token)));
-        if (!r.text.empty()) emit(r.text);
-        if (r.stopped) {
-            stopped_ = true;
-            return end(DoneReason::stop);
+Session::Slot & Session::pick_slot(const MultimodalPrompt & prompt) {
+    Slot * best        = nullptr;
+    size_t best_common = 0;
+    for (auto & slot : slots_) {
+        if (slot->busy) continue;
+        size_t common = 0;
+        while (common < slot->cached.size() && common < prompt.tokens.size() &&
+               slot->cached[common] == prompt.tokens[common]) {
+            ++common;
         }
-        if (opts_.end_on_complete_json) {
-            answer_ += r.text;
-            if (grammar::is_complete_json(answer_)) return end(DoneReason::stop);
+        // The longest shared prefix wins; among equals, the sequence used longest ago.
+        if (!best || common > best_common || (common == best_common && slot->last_used < best->last_used)) {
+            best        = slot.get();
+            best_common = common;
         }
-        if (opts_.num_predict > 0 && result_.stats.eval_count >= opts_.num_predict) return end(DoneReason::length);
-        return false;
     }
-
-    bool end(DoneReason reason) {
-        result_.reason = reason;
-        return true;
-    }
-
-    // Tokens the answer may still take (INT_MAX when unbounded).
-    int remaining() const {
-        return opts_.num_predict > 0 ? opts_.num_predict - result_.stats.eval_count : INT_MAX;
-    }
-
-    // Releases text held back for a possible stop string or an unfinished UTF-8 sequence.
-    void finish() {
-        if (stopped_) return;
-        const auto  r    = stops_.push(utf8_.flush());
-        std::string tail = r.text + (r.stopped ? "" : stops_.flush());
-        if (!tail.empty() || (!r.stopped && !pending_.empty())) emit(tail);
-    }
-
-  private:
-    void emit(const std::string & text) {
-        if (!pending_.empty() && emit_logprobs_) emit_logprobs_(std::move(pending_));
-        pending_.clear();
-        emit_(text);
-    }
-
-    // Log-softmax of the target's raw logits at `idx` (before penalties, grammar, temperature).
-    TokenLogprob logprob_at(int32_t idx, llama_token token) const {
-        const float *          logits = llama_get_logits_ith(ctx_, idx);
-        const size_t           n_vocab = size_t(llama_vocab_n_tokens(model_.vocab()));
-        const PositionLogprobs p = position_logprobs({logits, n_vocab}, token, opts_.logprobs);
-        TokenLogprob           out{model_.token_piece(token), p.chosen, {}};
-        for (const auto & [id, lp] : p.top) out.top.push_back({model_.token_piece(id), lp});
-        return out;
-    }
-
-    const Model &           model_;
-    llama_context *         ctx_;
-    const GenerateOptions & opts_;
-    const TextSink &        emit_;
-    const LogprobSink &     emit_logprobs_;
-    std::vector<TokenLogprob> pending_; // committed tokens whose text has not gone out yet
-    GenerateResult &        result_;
-    Utf8Stream              utf8_;
-    StopMatcher             stops_;
-    bool                    stopped_ = false;
-    std::string             answer_; // the text so far, kept only when end_on_complete_json needs it
-};
-
-GenerateResult Session::generate(std::vector<llama_token> prompt, const GenerateOptions & opts,
-                                 const TextSink & emit, const std::atomic<bool> & cancel,
-                                 const LogprobSink & emit_logprobs) {
-    return generate(MultimodalPrompt{std::move(prompt), {}, nullptr}, opts, emit, cancel, emit_logprobs);
+    if (!best) throw Error(ErrorKind::busy, "every sequence of this model is busy");
+    return *best;
 }
 
-GenerateResult Session::generate(MultimodalPrompt mm, const GenerateOptions & opts, const TextSink & emit,
-                                 const std::atomic<bool> & cancel, const LogprobSink & emit_logprobs) {
+uint64_t Session::start(MultimodalPrompt mm, GenerateOptions opts, TextSink emit, LogprobSink emit_logprobs,
+                        const std::atomic<bool> & cancel) {
     std::vector<llama_token> & prompt = mm.tokens;
-    struct CancelScope {
-        Session & s;
-        CancelScope(Session & s, const std::atomic<bool> & c) : s(s) { s.cancel_ = &c; }
-        ~CancelScope() { s.cancel_ = nullptr; }
-    } scope(*this, cancel);
-    const auto check_cancel = [&] {
-        if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
-    };
-
-    const int32_t n_ctx = static_cast<int32_t>(this->n_ctx());
+    const int32_t n_ctx = static_cast<int32_t>(n_ctx_);
     if (prompt.empty()) throw bad_request("prompt is empty after tokenization");
-    if (!prompt.empty() && is_image_token(prompt.back())) throw bad_request("a prompt cannot end with an image");
+    if (is_image_token(prompt.back())) throw bad_request("a prompt cannot end with an image");
     if (static_cast<int32_t>(prompt.size()) >= n_ctx) {
         if (!mm.images.empty()) {
             throw bad_request("the prompt with its images is " + std::to_string(prompt.size()) +
@@ -362,170 +598,117 @@ GenerateResult Session::generate(MultimodalPrompt mm, const GenerateOptions & op
         }
         prompt = truncate_prompt(prompt, n_ctx, opts.num_keep);
     }
+    Slot & slot = pick_slot(mm);
+    auto   run  = std::make_unique<Run>(*this, slot, ++next_id_, std::move(mm), std::move(opts), std::move(emit),
+                                        std::move(emit_logprobs), cancel);
+    slot.busy      = true;
+    slot.last_used = ++clock_;
+    runs_.push_back(std::move(run));
+    return next_id_;
+}
 
-    GenerateResult result;
-    Sampler        sampler(*model_, opts.sampling, opts.grammar);
-    spec::Rng      rng     = make_rng(opts.sampling.seed);
-    const size_t   history = std::min(prompt.size(), static_cast<size_t>(std::max(opts.sampling.repeat_last_n, 0)));
-    // Penalties look at the prompt's text tokens; image positions have no token id.
-    std::vector<llama_token> recent;
-    for (llama_token t : std::span(prompt).last(history)) {
-        if (!is_image_token(t)) recent.push_back(t);
+void Session::fail_batch(const std::vector<Run *> & in_batch, const std::exception_ptr & why) {
+    llama_memory_t mem = llama_get_memory(ctx_.get());
+    for (Run * r : in_batch) {
+        llama_memory_seq_rm(mem, r->slot.seq, -1, -1);
+        r->slot.cached.clear();
+        r->error = r->cancel.load() ? std::make_exception_ptr(Error(ErrorKind::cancelled, "request cancelled")) : why;
     }
-    sampler.accept_history(recent);
+}
 
-    std::optional<int> cap;
-    if (opts.draft_num_predict >= 0) cap = std::min<int>(opts.draft_num_predict, k_spec_max);
-    spec::DepthController depth(prior_, cap, spec::DepthConfig{.k_max = k_spec_max});
-    if (draft_) draft_->begin_request(opts.sampling, &cancel);
-
-    const int64_t t0  = now_ns();
-    const int32_t idx = prefill(mm, cancel, result.stats);
-    const int64_t t1  = now_ns();
-    result.stats.prompt_eval_ns = t1 - t0;
-    result.context              = prompt;
-
-    Generation    gen(*model_, ctx_.get(), opts, emit, emit_logprobs, result);
-    const int32_t n_keep    = std::clamp(opts.num_keep, 0, n_ctx / 2);
-    const bool    can_shift = opts.shift && opts.num_predict != -2 && llama_memory_can_shift(llama_get_memory(ctx_.get()));
-
-    // The first token comes from the prompt's logits; every later one from a round.
-    auto        choose = [&](const spec::TokenDist & p) { return sampler.greedy() ? p.ids[0] : p.draw(spec::uniform01(rng)); };
-    llama_token last   = choose(sampler.distribution(ctx_.get(), idx));
-    sampler.accept(last);
-    bool done = gen.commit(last, idx);
-
-    std::vector<llama_token> history_buf;
-    while (!done) {
-        check_cancel();
-        if (static_cast<int32_t>(cached_.size()) + 1 > n_ctx) {
-            if (!can_shift) { done = gen.end(DoneReason::length); break; }
-            shift_context(n_keep);
+std::vector<SeqFinished> Session::step() {
+    const auto guarded = [](Run & r, auto && fn) {
+        try {
+            return fn();
+        } catch (...) {
+            r.error = std::current_exception();
+            return false;
         }
-        // 1-2. Plan and draft. First the text the grammar forces from here (free: no model
-        // ran to find it), as much of it as the controller finds worth verifying; then the
-        // depth k of prompt lookup or the draft model under the grammar's state after that
-        // text. The context and num_predict bound both. Every proposed token is verified by
-        // the target below like any draft.
-        const int     room   = n_ctx - static_cast<int>(cached_.size()) - 1;
-        const int     budget = std::min(room, gen.remaining() - 1);
-        const int64_t td0    = now_ns();
-        std::vector<llama_token>     drafts; // (n_forced + n_drafted)
-        std::vector<spec::TokenDist> dists;  // (n_forced + n_drafted): what each was drawn from
-        int                          n_forced = 0;
-        std::optional<grammar::Constraint> after_forced;
-        Forced                             forced;
-        const grammar::Constraint *        state = sampler.constraint();
-        int64_t grammar_round_ns = 0;
-        const bool look_for_forced = state && budget > 0 &&
-                                     (opts.draft_fixed_k ? *opts.draft_fixed_k > 0 : depth.wants_forced());
-        if (look_for_forced) {
-            forced = forced_tokens(*state, last, std::min(budget, k_forced_max));
-            const int use = opts.draft_fixed_k ? static_cast<int>(forced.tokens.size())
-                                               : depth.plan_forced(static_cast<int>(forced.tokens.size()));
-            forced.tokens.resize(size_t(use));
-            drafts   = forced.tokens;
-            n_forced = static_cast<int>(drafts.size());
-            for (llama_token t : drafts) dists.push_back(spec::TokenDist::point(t));
-            if (n_forced > 0) {
-                after_forced.emplace(state->clone());
-                for (llama_token t : drafts) after_forced->accept(t);
-                state = &*after_forced;
-            }
-            grammar_round_ns += now_ns() - td0;
-        }
-        const int planned = opts.draft_fixed_k ? *opts.draft_fixed_k : depth.plan(n_forced);
-        const int k       = std::min(planned, budget - n_forced);
-        if (k > 0) {
-            history_buf.assign(cached_.begin(), cached_.end());
-            history_buf.push_back(last);
-            history_buf.insert(history_buf.end(), drafts.begin(), drafts.end());
-            spec::Proposal proposal = drafters_.propose(history_buf, k, rng, state);
-            check_cancel();
-            // Under a grammar a draft is cut at its first illegal token: verifying it would
-            // only cost positions the target is sure to reject.
-            const int64_t tg0   = now_ns();
-            // Prompt lookup copies what followed a match in the history, image positions
-            // included: those are no tokens to propose.
-            const auto image_at = std::find_if(proposal.tokens.begin(), proposal.tokens.end(), is_image_token);
-            proposal.tokens.erase(image_at, proposal.tokens.end());
-            proposal.dists.resize(proposal.tokens.size());
-            const size_t  legal = state ? state->legal_prefix(proposal.tokens) : proposal.tokens.size();
-            if (state) grammar_round_ns += now_ns() - tg0;
-            if (legal < proposal.tokens.size()) {
-                auto & g = result.grammar_drafts;
-                if (legal == 0) ++g.no_legal_draft;
-                else ++g.truncated_rounds;
-                g.truncated_tokens += static_cast<int64_t>(proposal.tokens.size() - legal);
-            }
-            drafts.insert(drafts.end(), proposal.tokens.begin(), proposal.tokens.begin() + legal);
-            dists.insert(dists.end(), std::make_move_iterator(proposal.dists.begin()),
-                         std::make_move_iterator(proposal.dists.begin() + legal));
-        }
-        const int     n_drafted = static_cast<int>(drafts.size()) - n_forced;
-        const int64_t td1       = now_ns();
-
-        // 3. One target batch: the last token plus the forced tokens and drafts, logits for all.
-        // (1 + n_forced + n_drafted) positions starting at P = cached_.size()
-        const llama_pos pos0 = static_cast<llama_pos>(cached_.size());
-        batch_.clear();
-        batch_.add(last, pos0, 0, true);
-        for (size_t i = 0; i < drafts.size(); ++i) batch_.add(drafts[i], pos0 + 1 + static_cast<llama_pos>(i), 0, true);
-        decode_or_throw(cancel);
-        const int64_t td2 = now_ns();
-        cached_.push_back(last);
-
-        // 4. Verify position by position; the chain state always matches what is committed.
-        int              n_accepted = 0;
-        llama_token      next       = -1;
-        std::string_view forced_rest = forced.text; // what is still forced at position i < n_forced
-        for (size_t i = 0; i <= drafts.size(); ++i) {
-            const spec::TokenDist p = sampler.distribution(ctx_.get(), static_cast<int32_t>(i));
-            bool                  accepted = false;
-            if (i < drafts.size()) {
-                const auto v = sampler.greedy() ? spec::verify_greedy(drafts[i], p.ids[0])
-                                                : spec::verify_stochastic(drafts[i], p, dists[i], rng);
-                accepted = v.accepted;
-                next     = v.token;
-            } else {
-                next = choose(p);
-            }
-            sampler.accept(next);
-            if (i < size_t(n_forced)) {
-                speller_.learn(i == 0 ? last : drafts[i - 1], forced_rest, next);
-                forced_rest.remove_prefix(std::min(forced_rest.size(), model_->token_piece(next).size()));
-            }
-            done = gen.commit(next, static_cast<int32_t>(i));
-            if (!accepted || done) break;
-            ++n_accepted;
-            cached_.push_back(next); // an accepted draft's KV is already in the cache
-        }
-
-        // 5. Roll back what was not accepted; `next` is the new last token (not decoded yet).
-        llama_memory_seq_rm(llama_get_memory(ctx_.get()), 0, pos0 + 1 + n_accepted, -1);
-        last = next;
-        if (result.k_histogram.size() <= size_t(n_drafted)) result.k_histogram.resize(size_t(n_drafted) + 1);
-        ++result.k_histogram[size_t(n_drafted)];
-        result.grammar_drafts.forced += n_forced;
-        result.grammar_drafts.grammar_ns += grammar_round_ns;
-        result.grammar_drafts.forced_accepted += std::min(n_accepted, n_forced);
-        // The drafts were judged only if the forced run ahead of them was accepted in full.
-        const bool judged = n_accepted >= n_forced;
-        depth.observe({.k_planned     = std::max(k, 0),
-                       .n_drafted     = n_drafted,
-                       .n_accepted    = judged ? n_accepted - n_forced : 0,
-                       .n_forced      = n_forced,
-                       .n_forced_accepted = std::min(n_accepted, n_forced),
-                       .drafts_judged = judged,
-                       .draft_s       = (td1 - td0) / 1e9,
-                       .verify_s      = (td2 - td1) / 1e9});
+    };
+    for (auto & r : runs_) {
+        if (!r->ended() && r->cancel.load()) r->error = std::make_exception_ptr(Error(ErrorKind::cancelled, "request cancelled"));
     }
-    gen.finish();
-    result.stats.eval_ns = now_ns() - t1;
-    result.grammar_drafts.grammar_ns += sampler.grammar_ns();
-    result.speculation   = depth.stats();
-    depth.fold_into(prior_);
-    return result;
+
+    // 1. Rounds first (each is 1 + forced + drafts tokens), then prompt chunks in the room
+    // left: small ones while streams are running, so that those keep flowing.
+    batch_.clear();
+    std::vector<Run *> in_batch;
+    for (auto & r : runs_) {
+        if (r->ended() || r->prefilling()) continue;
+        if (guarded(*r, [&] { return r->add_round(); })) in_batch.push_back(r.get());
+    }
+    const bool streaming = !in_batch.empty();
+    for (auto & r : runs_) {
+        if (r->ended() || !r->prefilling()) continue;
+        int32_t room = batch_.capacity() - batch_.size();
+        if (streaming) room = std::min(room, k_prefill_chunk_streaming);
+        if (room <= 0) break;
+        if (guarded(*r, [&] { return r->add_prefill(room); })) in_batch.push_back(r.get());
+    }
+
+    // 2. One decode for all of them.
+    last_step_requests_ = batch_.size() > 0 ? static_cast<int>(in_batch.size()) : 0;
+    if (batch_.size() > 0) {
+        in_batch_           = in_batch;
+        const int64_t t0    = now_ns();
+        const int32_t rc    = llama_decode(ctx_.get(), batch_.get());
+        const int64_t t_dec = now_ns() - t0;
+        in_batch_.clear();
+        if (rc != 0) {
+            fail_batch(in_batch, std::make_exception_ptr(
+                                     Error(ErrorKind::internal, "llama_decode failed (" + std::to_string(rc) + ")")));
+        } else {
+            for (Run * r : in_batch) {
+                guarded(*r, [&] {
+                    r->after_decode(t_dec, static_cast<int>(in_batch.size()));
+                    return true;
+                });
+            }
+        }
+    }
+
+    // 3. The requests that ended leave; their sequences keep their KV for the next prompt.
+    std::vector<SeqFinished> finished;
+    for (auto it = runs_.begin(); it != runs_.end();) {
+        Run & r = **it;
+        if (!r.ended()) {
+            ++it;
+            continue;
+        }
+        SeqFinished f;
+        f.id = r.id;
+        if (r.error) f.error = r.error;
+        else {
+            try {
+                f.result = r.finish();
+            } catch (...) {
+                f.error = std::current_exception();
+            }
+        }
+        r.slot.busy = false;
+        finished.push_back(std::move(f));
+        it = runs_.erase(it);
+    }
+    return finished;
+}
+
+GenerateResult Session::generate(std::vector<llama_token> prompt, const GenerateOptions & opts,
+                                 const TextSink & emit, const std::atomic<bool> & cancel,
+                                 const LogprobSink & emit_logprobs) {
+    return generate(MultimodalPrompt{std::move(prompt), {}, nullptr}, opts, emit, cancel, emit_logprobs);
+}
+
+GenerateResult Session::generate(MultimodalPrompt mm, const GenerateOptions & opts, const TextSink & emit,
+                                 const std::atomic<bool> & cancel, const LogprobSink & emit_logprobs) {
+    if (!runs_.empty()) throw Error(ErrorKind::internal, "generate() needs an idle session");
+    const uint64_t id = start(std::move(mm), opts, emit, emit_logprobs, cancel);
+    for (;;) {
+        for (SeqFinished & f : step()) {
+            if (f.id != id) continue;
+            if (f.error) std::rethrow_exception(f.error);
+            return std::move(f.result);
+        }
+    }
 }
 
 } // namespace specd::engine

@@ -8,14 +8,15 @@
 #include "engine/context_memory.h"
 #include "engine/draft_model.h"
 #include "engine/forced_speller.h"
+#include "engine/generation_output.h"
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "engine/projector.h"
 #include "grammar/constraint.h"
 #include "spec/depth_controller.h"
-#include "spec/ngram_drafter.h"
 
 #include <atomic>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,11 +34,6 @@ struct GenerateResult {
     std::vector<llama_token> context; // prompt + generated tokens, Ollama's `context`
 };
 
-using TextSink = std::function<void(std::string_view text)>;
-// With GenerateOptions::logprobs: the tokens whose text the next TextSink call completes,
-// called just before it.
-using LogprobSink = std::function<void(std::vector<TokenLogprob> logprobs)>;
-
 // Where a session keeps sequence states it would otherwise lose, and under which name: the
 // namespace must differ for any two model pairs whose states are not interchangeable.
 struct PromptCacheLink {
@@ -48,17 +44,45 @@ struct PromptCacheLink {
 // The memory a session's contexts hold besides the weights.
 struct SessionMemory {
     ContextBytes target;
-    ContextBytes draft;
+    ContextBytes draft; // every sequence's draft context together
 };
 
+// A request that ended during Session::step(): its result, or the error that ended it.
+struct SeqFinished {
+    uint64_t           id = 0;
+    GenerateResult     result;
+    std::exception_ptr error; // set: the request failed (specd::Error(cancelled) when cancelled)
+};
+
+// Continuous batching: a session holds `n_seq` sequences in one context (one KV cache shared
+// by all, each sequence limited to num_ctx tokens). Each step() decodes one batch in which
+// every running request has its part: a chunk of its prompt, or its last token plus the
+// tokens drafted after it. Requests join and leave between steps.
 class Session {
   public:
+    // llama.cpp's limit on sequences in one context (LLAMA_MAX_SEQ in its private headers).
+    static constexpr int k_max_parallel = 256;
+
     // Throws specd::Error(bad_request) when a context cannot be created or the draft's
     // vocabulary does not match.
     Session(std::shared_ptr<Model> model, const ContextOptions & opts, std::shared_ptr<Model> draft = nullptr,
-            PromptCacheLink cache = {});
+            PromptCacheLink cache = {}, int n_seq = 1);
+    ~Session();
+    Session(const Session &)             = delete;
+    Session & operator=(const Session &) = delete;
 
-    // Runs one generation. `emit` receives valid UTF-8 text pieces, never a stop string.
+    // Starts a request on a free sequence (the one whose cache shares the longest prefix with
+    // the prompt); returns its id. The request runs in the following step() calls. `emit`
+    // receives valid UTF-8 text pieces, never a stop string. Throws specd::Error(bad_request)
+    // for a prompt that cannot run (empty, too long), and when no sequence is free.
+    uint64_t start(MultimodalPrompt prompt, GenerateOptions opts, TextSink emit, LogprobSink emit_logprobs,
+                   const std::atomic<bool> & cancel);
+
+    // One batched decode for every running request; returns those that ended in it. A
+    // cancelled request ends at its next step with specd::Error(cancelled).
+    std::vector<SeqFinished> step();
+
+    // Runs one generation to its end (no other request may be running).
     // Throws specd::Error(cancelled) soon after `cancel` becomes true, wherever it is.
     GenerateResult generate(std::vector<llama_token> prompt, const GenerateOptions & opts,
                             const TextSink & emit, const std::atomic<bool> & cancel,
@@ -68,14 +92,20 @@ class Session {
     GenerateResult generate(MultimodalPrompt prompt, const GenerateOptions & opts, const TextSink & emit,
                             const std::atomic<bool> & cancel, const LogprobSink & emit_logprobs = {});
 
+    int    n_seq() const { return static_cast<int>(slots_.size()); }
+    // How many requests the last step's decode served (0: it decoded nothing).
+    int    last_step_requests() const { return last_step_requests_; }
+    size_t running() const { return runs_.size(); }
+    bool   can_start() const { return runs_.size() < slots_.size(); }
+
     // The most tokens one batch (and micro-batch) of this context holds.
     int32_t batch_capacity() const { return batch_.capacity(); }
 
     const Model &          model() const { return *model_; }
     const ContextOptions & options() const { return opts_; }
-    bool                   has_draft_model() const { return draft_ != nullptr; }
-    // The context length asked for (clamped to the trained one). llama.cpp may allocate a
-    // little more (it pads), but limits apply to this number, as the client set it.
+    bool                   has_draft_model() const { return draft_model_ != nullptr; }
+    // The context length of one sequence, as asked for (clamped to the trained one).
+    // llama.cpp may allocate a little more (it pads), but limits apply to this number.
     uint32_t               n_ctx() const { return n_ctx_; }
     int32_t                n_threads() const { return llama_n_threads(ctx_.get()); }
 
@@ -84,27 +114,27 @@ class Session {
 
     const SessionMemory & memory() const { return memory_; }
 
-    // Saves the live sequence into the prompt cache, if it is worth keeping: called before
+    // Saves every idle sequence into the prompt cache, if it is worth keeping: called before
     // the session is closed (the model unloads, or the next request needs other options).
     void park();
 
   private:
-    class Generation;
+    struct Slot;
+    class Run;
 
-    // Makes the KV cache hold `prompt` (reusing the common prefix); leaves the logits of the
-    // last prompt token at the batch index returned.
-    int32_t prefill(const MultimodalPrompt & prompt, const std::atomic<bool> & cancel, GenerateStats & stats);
-    Projector::EvalTimes eval_image(const MultimodalPrompt & prompt, const ImageSpan & image,
-                                    const std::atomic<bool> & cancel);
-    // With the live KV holding the prompt's first `live` tokens: restores a saved state that
+    Slot & pick_slot(const MultimodalPrompt & prompt);
+    // After a failed decode the cache may hold part of the batch: forget it for these slots.
+    void   fail_batch(const std::vector<Run *> & in_batch, const std::exception_ptr & why);
+    // With `slot`'s KV holding the prompt's first `live` tokens: restores a saved state that
     // holds more of it, if there is one (saving the live one first). Returns how many prompt
     // tokens the KV now holds, from the start.
-    size_t reuse_saved(const MultimodalPrompt & prompt, size_t live);
-    // Saves the live sequence when more than a little of it is about to be lost: everything
+    size_t reuse_saved(Slot & slot, const MultimodalPrompt & prompt, size_t live);
+    // Saves the slot's sequence when more than a little of it is about to be lost: everything
     // after its first `keep` tokens.
-    void   save_live(size_t keep);
-    bool   restore(const cache::CacheEntry & entry, size_t n_tokens);
-    void    decode_or_throw(const std::atomic<bool> & cancel);
+    void   save_live(Slot & slot, size_t keep);
+    bool   restore(Slot & slot, const cache::CacheEntry & entry, size_t n_tokens);
+    Projector::EvalTimes eval_image(Slot & slot, const MultimodalPrompt & prompt, const ImageSpan & image,
+                                    const std::atomic<bool> & cancel);
     // The text `state` forces after `prev`, and its tokens (at most `max_tokens`) as the
     // target is likely to spell it. Empty where the grammar forces nothing.
     struct Forced {
@@ -112,22 +142,25 @@ class Session {
         std::vector<llama_token> tokens;
     };
     Forced forced_tokens(const grammar::Constraint & state, llama_token prev, int max_tokens);
-    void    shift_context(int32_t n_keep);
+    void   shift_context(Slot & slot, int32_t n_keep);
+    static bool abort_step(void * session);
 
-    std::shared_ptr<Model>      model_;
-    ContextOptions              opts_;
-    uint32_t                    n_ctx_ = 0;
-    context_ptr                 ctx_;
-    Batch                       batch_;
-    std::vector<llama_token>    cached_; // tokens whose KV is in sequence 0, in order
-    std::unique_ptr<DraftModel> draft_;
-    spec::NgramDrafter          ngram_;
-    spec::FirstOfDrafters       drafters_; // prompt lookup first (free), then the draft model
-    spec::DepthPrior            prior_;
-    ForcedSpeller               speller_; // learns how the target spells forced text
-    PromptCacheLink             cache_;
-    SessionMemory               memory_;
-    const std::atomic<bool> *   cancel_ = nullptr; // read by llama.cpp's abort callback
+    std::shared_ptr<Model>             model_;
+    std::shared_ptr<Model>             draft_model_;
+    ContextOptions                     opts_;
+    uint32_t                           n_ctx_ = 0; // per sequence
+    context_ptr                        ctx_;
+    Batch                              batch_;
+    std::vector<std::unique_ptr<Slot>> slots_;
+    std::vector<std::unique_ptr<Run>>  runs_; // in the order they started
+    std::vector<Run *>                 in_batch_; // the runs the running decode serves
+    uint64_t                           next_id_ = 0;
+    int                                last_step_requests_ = 0;
+    uint64_t                           clock_   = 0; // orders slot use, for picking the least recent
+    spec::DepthPrior                   prior_;
+    ForcedSpeller                      speller_; // learns how the target spells forced text
+    PromptCacheLink                    cache_;
+    SessionMemory                      memory_;
 };
 
 // The Ollama truncation rule: keep the first `num_keep` tokens, drop the oldest of the rest

@@ -54,7 +54,12 @@ std::string ServerMetrics::exposition() const {
             spec_grammar_truncated_rounds_total);
     counter("specd_spec_grammar_no_legal_draft_total", "Rounds whose draft the grammar forbade from its first token.",
             spec_grammar_no_legal_draft_total);
+    counter("specd_queue_rejected_total", "Requests refused with 503 because their model's queue was full.",
+            queue_rejected_total);
+    counter("specd_model_evictions_total", "Idle models unloaded to make room for another model.",
+            model_evictions_total);
     out << spec_depth.exposition("specd_spec_depth", "Draft tokens per decode round.");
+    out << batch_requests.exposition("specd_batch_requests", "Requests sharing one batched decode step.");
     return out.str();
 }
 

@@ -49,6 +49,9 @@ struct ServerMetrics {
     Counter   spec_grammar_truncated_rounds_total;
     Counter   spec_grammar_no_legal_draft_total;
     Histogram spec_depth{{0, 1, 2, 3, 4, 6, 8, 12, 16}}; // draft tokens per round
+    Histogram batch_requests{{1, 2, 3, 4, 6, 8, 12, 16, 32}}; // requests sharing one decode step
+    Counter   queue_rejected_total; // requests answered 503 because a model's queue was full
+    Counter   model_evictions_total; // idle models unloaded to make room for another
 
     std::string exposition() const;
 };

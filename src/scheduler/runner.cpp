@@ -6,7 +6,11 @@
 #include "engine/prompt_builder.h"
 #include "engine/session.h"
 #include "metrics/registry.h"
+#include "scheduler/load_estimate.h"
 #include "templates/ollama_prompt.h"
+
+#include <algorithm>
+#include <climits>
 
 namespace specd::scheduler {
 
@@ -29,17 +33,50 @@ size_t request_bytes(const GenerateRequest & req) {
     return n;
 }
 
+Event error_event(const std::exception_ptr & e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const Error & err) {
+        metrics::server_metrics().request_errors_total.add();
+        return {Event::Kind::error, err.what(), err.kind(), {}};
+    } catch (const std::exception & err) {
+        metrics::server_metrics().request_errors_total.add();
+        return {Event::Kind::error, err.what(), ErrorKind::internal, {}};
+    }
+}
+
 } // namespace
 
-Runner::Runner(size_t max_queue, KeepAlive default_keep_alive, cache::PromptCache * cache) :
-    max_queue_(max_queue), default_keep_alive_(default_keep_alive), cache_(cache), thread_([this] { loop(); }) {}
+// A job from the moment it is started to its final event: the ledger owner of its memory,
+// and what its answer has gathered so far.
+struct Runner::Active {
+    std::shared_ptr<Job>      job;
+    memory::OwnerHandle       owner;
+    memory::Reservation       held, grammar, images;
+    DoneInfo                  done;
+    uint64_t                  seq_run = 0; // the session's id for the generation
+    std::vector<TokenLogprob> logprobs;    // handed over just before the text they belong to
+
+    Active(std::shared_ptr<Job> j, uint64_t serial) : job(std::move(j)) {
+        const GenerateRequest & req = job->request;
+        owner = memory::process_ledger().open_owner(
+            memory::OwnerKind::request, "request " + std::to_string(serial) + " (" + req.model.name + ")");
+        held    = owner.reserve(memory::Bucket::request, request_bytes(req));
+        grammar = owner.reserve(memory::Bucket::grammar, req.generate.grammar.size());
+        size_t image_bytes = 0;
+        for (const ImagePtr & image : req.prompt.all_images()) image_bytes += image->rgb().size();
+        images = owner.reserve(memory::Bucket::images, image_bytes);
+    }
+};
+
+Runner::Runner(RunnerConfig cfg) : cfg_(cfg), thread_([this] { loop(); }) {}
 
 Runner::~Runner() {
     {
         std::lock_guard lock(mu_);
         stopping_ = true;
         for (auto & job : queue_) job->cancel = true;
-        if (current_) current_->cancel = true;
+        for (auto & job : running_) job->cancel = true;
     }
     cv_.notify_all();
     thread_.join();
@@ -48,7 +85,7 @@ Runner::~Runner() {
 bool Runner::enqueue(std::shared_ptr<Job> job) {
     {
         std::lock_guard lock(mu_);
-        if (queue_.size() >= max_queue_ || stopping_) return false;
+        if (queue_.size() >= cfg_.max_queue || stopping_) return false;
         job->enqueued_ns = now_ns();
         queue_.push_back(std::move(job));
     }
@@ -61,49 +98,118 @@ std::optional<LoadedInfo> Runner::loaded() const {
     return info_;
 }
 
+bool Runner::idle() const {
+    std::lock_guard lock(mu_);
+    return info_ && !busy_ && queue_.empty();
+}
+
+bool Runner::unload_if_idle() {
+    std::unique_lock lock(mu_);
+    if (!info_ || busy_ || !queue_.empty() || stopping_) return false;
+    unload_requested_ = true;
+    cv_.notify_all();
+    unloaded_cv_.wait(lock, [&] { return !unload_requested_; });
+    return !info_;
+}
+
 void Runner::loop() {
+    bool blocked = false; // the queue's first job waits for the running generations to end
     for (;;) {
-        std::shared_ptr<Job> job;
+        std::shared_ptr<Job>              job;
+        std::vector<std::shared_ptr<Job>> dropped; // cancelled while queued
+        bool                              unload_now = false;
         {
             std::unique_lock lock(mu_);
-            const auto ready = [&] { return stopping_ || !queue_.empty(); };
-            if (unload_at_) {
-                if (!cv_.wait_until(lock, *unload_at_, ready)) {
-                    lock.unlock();
-                    unload();
-                    continue;
+            if (active_.empty()) {
+                busy_ = false;
+                blocked = false;
+                const auto ready = [&] { return stopping_ || !queue_.empty() || unload_requested_; };
+                if (unload_at_) {
+                    if (!cv_.wait_until(lock, *unload_at_, ready)) {
+                        lock.unlock();
+                        unload();
+                        continue;
+                    }
+                } else {
+                    cv_.wait(lock, ready);
                 }
-            } else {
-                cv_.wait(lock, ready);
             }
             if (stopping_) break;
-            job = std::move(queue_.front());
-            queue_.pop_front();
-            current_ = job;
+            if (unload_requested_) {
+                if (active_.empty() && queue_.empty()) unload_now = true;
+                else {
+                    unload_requested_ = false;
+                    unloaded_cv_.notify_all();
+                }
+            }
+            // A client that went away while queued is answered now, not when its turn comes.
+            for (auto it = queue_.begin(); it != queue_.end();) {
+                if ((*it)->cancel) {
+                    dropped.push_back(std::move(*it));
+                    it = queue_.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+            if (!unload_now && !blocked && !queue_.empty()) {
+                job = std::move(queue_.front());
+                queue_.pop_front();
+                busy_ = true;
+                running_.push_back(job);
+            }
         }
-        run(*job);
-        std::lock_guard lock(mu_);
-        current_.reset();
+        for (auto & d : dropped) d->events.push({Event::Kind::error, "request cancelled", ErrorKind::cancelled, {}});
+        if (unload_now) {
+            unload();
+            std::lock_guard lock(mu_);
+            unload_requested_ = false;
+            unloaded_cv_.notify_all();
+            continue;
+        }
+        if (job && !admit(job)) {
+            std::lock_guard lock(mu_);
+            std::erase(running_, job);
+            queue_.push_front(std::move(job));
+            blocked = true;
+        }
+        if (!active_.empty()) {
+            const size_t before = active_.size();
+            step();
+            if (active_.size() < before) blocked = false;
+        }
     }
-    // Jobs still queued at shutdown get an answer rather than a hang.
+    // Jobs still queued or running at shutdown get an answer rather than a hang.
+    for (auto & a : active_) a->job->events.push({Event::Kind::error, "server is shutting down", ErrorKind::busy, {}});
+    active_.clear();
     for (auto & job : queue_) {
         job->events.push({Event::Kind::error, "server is shutting down", ErrorKind::busy, {}});
     }
     unload();
 }
 
+bool Runner::needs_load(const GenerateRequest & req, const ContextOptions & context) const {
+    const bool same_model = model_ && loaded_digest_ == req.model.digest &&
+                            model_->load_options().use_mmap == context.use_mmap;
+    return !(same_model && session_ && session_->options() == context);
+}
+
 void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done) {
-    const engine::ModelLoadOptions load_opts{context.use_mmap};
+    if (!needs_load(req, context)) return;
+    const engine::ModelLoadOptions load_opts{context.use_mmap, req.model.adapters};
     const bool same_model = model_ && loaded_digest_ == req.model.digest &&
                             model_->load_options().use_mmap == load_opts.use_mmap;
-    if (same_model && session_ && session_->options() == context) return;
 
     const int64_t t0 = now_ns();
-    if (session_) session_->park(); // its sequence may serve a later prompt
+    if (session_) session_->park(); // its sequences may serve a later prompt
     session_.reset();
     embedder_.reset(); // sized like the session: recreated on its next use
     if (!same_model) {
         unload();
+        // Room first (other models may have to go), then the sequences that fit in it.
+        const LoadEstimate est  = estimate_load(req.model, context);
+        const int          want = cfg_.num_parallel > 0 ? cfg_.num_parallel : 1;
+        const uint64_t     free = cfg_.arbiter ? cfg_.arbiter->make_room(*this, est.bytes(want)) : UINT64_MAX;
+        n_seq_ = cfg_.num_parallel > 0 ? cfg_.num_parallel : default_parallel(est, free);
         model_         = engine::Model::load(req.model.gguf, load_opts);
         draft_         = req.model.draft ? engine::Model::load(*req.model.draft, load_opts) : nullptr;
         const int32_t threads = context.num_thread > 0 ? context.num_thread
@@ -116,9 +222,9 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
         memory_owner_  = memory::process_ledger().open_owner(memory::OwnerKind::model, req.model.name);
     }
     // States restore only into the same pair of models (the draft's file is named by digest).
-    engine::PromptCacheLink link{cache_, req.model.digest + "+" +
-                                             (req.model.draft ? req.model.draft->filename().string() : "")};
-    session_   = std::make_unique<engine::Session>(model_, context, draft_, std::move(link));
+    engine::PromptCacheLink link{cfg_.cache, req.model.digest + "+" +
+                                                 (req.model.draft ? req.model.draft->filename().string() : "")};
+    session_   = std::make_unique<engine::Session>(model_, context, draft_, std::move(link), n_seq_);
     done.load_ns += now_ns() - t0;
     account_model();
 
@@ -127,6 +233,7 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
     info.digest             = req.model.digest;
     info.size_bytes         = model_->size_bytes();
     info.context_length     = session_->n_ctx();
+    info.parallel           = session_->n_seq();
     info.family             = model_->info().architecture;
     info.parameter_size     = engine::format_parameter_count(model_->info().n_params);
     info.quantization_level = model_->info().file_type;
@@ -183,6 +290,8 @@ void Runner::unload() {
     compute_.release();
     vocab_index_.release();
     memory_owner_.close();
+    footprint_        = 0;
+    unload_when_idle_ = false;
     std::lock_guard lock(mu_);
     info_.reset();
     unload_at_.reset();
@@ -202,6 +311,7 @@ void Runner::account_model() {
     set(compute_, memory::Bucket::compute, mem.target.compute + mem.draft.compute + embed.compute);
     // Built by the first constrained request; shared by every later one.
     set(vocab_index_, memory::Bucket::grammar, model_->vocab_index_bytes());
+    footprint_ = weights_.bytes() + kv_target_.bytes() + kv_draft_.bytes() + compute_.bytes() + vocab_index_.bytes();
 }
 
 namespace {
@@ -231,35 +341,24 @@ void record(const DoneInfo & done) {
 
 } // namespace
 
-void Runner::run(Job & job) {
-    // The final event goes out after serve() has released everything the request held, so a
-    // client that has its answer sees the request's memory back in the ledger.
-    Event last = serve(job);
-    job.events.push(std::move(last));
-}
+bool Runner::admit(const std::shared_ptr<Job> & job) {
+    const GenerateRequest & req = job->request;
+    // A context sized for the largest image seen on this model so far (see below).
+    ContextOptions context = req.context;
+    context.num_batch      = std::max(context.num_batch, min_batch_);
+    // Another context means another session: it waits until the running ones have ended.
+    if (!active_.empty() && (needs_load(req, context) || !session_->can_start())) return false;
 
-Event Runner::serve(Job & job) {
-    const GenerateRequest & req = job.request;
-    DoneInfo                done;
-    memory::OwnerHandle     owner = memory::process_ledger().open_owner(
-        memory::OwnerKind::request, "request " + std::to_string(++served_) + " (" + req.model.name + ")");
-    memory::Reservation held    = owner.reserve(memory::Bucket::request, request_bytes(req));
-    memory::Reservation grammar = owner.reserve(memory::Bucket::grammar, req.generate.grammar.size());
-    size_t              image_bytes = 0;
-    for (const ImagePtr & image : req.prompt.all_images()) image_bytes += image->rgb().size();
-    memory::Reservation images = owner.reserve(memory::Bucket::images, image_bytes);
+    auto   a    = std::make_unique<Active>(job, ++served_);
+    Active & ac = *a;
     try {
-        if (job.cancel) throw Error(ErrorKind::cancelled, "request cancelled");
-        // A context sized for the largest image seen on this model so far (see below).
-        ContextOptions context = req.context;
-        context.num_batch      = std::max(context.num_batch, min_batch_);
-        ensure_loaded(req, context, done);
-        const KeepAlive keep_alive = req.keep_alive.value_or(default_keep_alive_);
-
+        if (job->cancel) throw Error(ErrorKind::cancelled, "request cancelled");
+        ensure_loaded(req, context, ac.done);
         if (req.load_only) {
-            done.reason = keep_alive.count() == 0 ? DoneReason::unload : DoneReason::load;
+            const KeepAlive keep_alive = req.keep_alive.value_or(cfg_.default_keep_alive);
+            ac.done.reason = keep_alive.count() == 0 ? DoneReason::unload : DoneReason::load;
         } else if (req.embed) {
-            embed(job, done);
+            embed(*job, ac.done);
         } else {
             // The request's template wins over the model's TEMPLATE, which wins over the GGUF's.
             std::optional<templates::GoTemplate> request_template;
@@ -269,60 +368,98 @@ Event Runner::serve(Job & job) {
                                                                  : nullptr;
             auto prompt = engine::build_multimodal_prompt(*model_, *template_, req.prompt, req.model.system,
                                                           projector_.get(), go);
-            held.resize(held.bytes() + prompt.tokens.size() * sizeof(llama_token));
             // An image whose tokens attend to each other non-causally must fit one
             // micro-batch (llama.cpp aborts otherwise): grow the batch to the largest image,
             // and keep it that large for this model so that requests do not flip-flop.
             size_t largest = 0;
             for (const auto & image : prompt.images) largest = std::max(largest, image.n_pos);
             if (largest > size_t(session_->batch_capacity()) && largest < size_t(session_->n_ctx())) {
+                if (!active_.empty()) return false;
                 min_batch_        = std::max(min_batch_, int32_t(largest));
                 context.num_batch = std::max(context.num_batch, min_batch_);
-                ensure_loaded(req, context, done);
+                ensure_loaded(req, context, ac.done);
             }
-            std::vector<TokenLogprob> logprobs; // handed over just before the text they belong to
-            auto result = session_->generate(
+            ac.held.resize(ac.held.bytes() + prompt.tokens.size() * sizeof(llama_token));
+            Job & j    = *job;
+            ac.seq_run = session_->start(
                 std::move(prompt), req.generate,
-                [&](std::string_view text) {
-                    job.events.push({Event::Kind::text, std::string(text), {}, {}, std::move(logprobs)});
-                    logprobs.clear();
+                [&j, &ac](std::string_view text) {
+                    j.events.push({Event::Kind::text, std::string(text), {}, {}, std::move(ac.logprobs)});
+                    ac.logprobs.clear();
                 },
-                job.cancel, [&](std::vector<TokenLogprob> lps) { logprobs = std::move(lps); });
-            done.reason            = result.reason;
-            done.stats             = result.stats;
-            done.context = engine::text_tokens(result.context);
-            done.speculation    = std::move(result.speculation);
-            done.grammar_drafts = result.grammar_drafts;
-            done.k_histogram = std::move(result.k_histogram);
-            held.resize(held.bytes() + done.context.size() * sizeof(int32_t));
-            account_model(); // a first constrained request builds the vocabulary index
+                [&ac](std::vector<TokenLogprob> lps) { ac.logprobs = std::move(lps); }, job->cancel);
+            active_.push_back(std::move(a));
+            return true;
         }
-        done.total_ns = now_ns() - job.enqueued_ns;
-
-        if (keep_alive.count() == 0) {
-            unload();
-        } else {
-            std::lock_guard lock(mu_);
-            if (keep_alive.count() < 0) {
-                unload_at_.reset();
-                if (info_) info_->expires_at.reset();
-            } else {
-                unload_at_ = std::chrono::steady_clock::now() + keep_alive;
-                if (info_) {
-                    info_->expires_at = std::chrono::system_clock::now() +
-                                        std::chrono::duration_cast<std::chrono::system_clock::duration>(keep_alive);
-                }
-            }
-        }
-        record(done);
-        return {Event::Kind::done, {}, {}, std::move(done)};
-    } catch (const Error & e) {
-        metrics::server_metrics().request_errors_total.add();
-        return {Event::Kind::error, e.what(), e.kind(), {}};
-    } catch (const std::exception & e) {
-        metrics::server_metrics().request_errors_total.add();
-        return {Event::Kind::error, e.what(), ErrorKind::internal, {}};
+    } catch (...) {
+        finish(ac, error_event(std::current_exception()));
+        return true;
     }
+    apply_keep_alive(*job);
+    ac.done.total_ns = now_ns() - job->enqueued_ns;
+    record(ac.done);
+    finish(ac, {Event::Kind::done, {}, {}, std::move(ac.done)});
+    return true;
+}
+
+void Runner::step() {
+    std::vector<engine::SeqFinished> ended = session_->step();
+    if (const int n = session_->last_step_requests(); n > 0) metrics::server_metrics().batch_requests.observe(n);
+    for (engine::SeqFinished & f : ended) {
+        auto it = std::find_if(active_.begin(), active_.end(), [&](const auto & a) { return a->seq_run == f.id; });
+        if (it == active_.end()) continue;
+        std::unique_ptr<Active> a = std::move(*it);
+        active_.erase(it);
+        if (f.error) {
+            finish(*a, error_event(f.error));
+            continue;
+        }
+        DoneInfo & done     = a->done;
+        done.reason         = f.result.reason;
+        done.stats          = f.result.stats;
+        done.context        = engine::text_tokens(f.result.context);
+        done.speculation    = std::move(f.result.speculation);
+        done.grammar_drafts = f.result.grammar_drafts;
+        done.k_histogram    = std::move(f.result.k_histogram);
+        a->held.resize(a->held.bytes() + done.context.size() * sizeof(int32_t));
+        account_model(); // a first constrained request builds the vocabulary index
+        apply_keep_alive(*a->job);
+        done.total_ns = now_ns() - a->job->enqueued_ns;
+        record(done);
+        finish(*a, {Event::Kind::done, {}, {}, std::move(done)});
+    }
+}
+
+void Runner::apply_keep_alive(const Job & job) {
+    const KeepAlive keep_alive = job.request.keep_alive.value_or(cfg_.default_keep_alive);
+    unload_when_idle_ = keep_alive.count() == 0;
+    std::lock_guard lock(mu_);
+    if (keep_alive.count() < 0) {
+        unload_at_.reset();
+        if (info_) info_->expires_at.reset();
+    } else if (keep_alive.count() > 0) {
+        unload_at_ = std::chrono::steady_clock::now() + keep_alive;
+        if (info_) {
+            info_->expires_at = std::chrono::system_clock::now() +
+                                std::chrono::duration_cast<std::chrono::system_clock::duration>(keep_alive);
+        }
+    }
+}
+
+void Runner::finish(Active & a, Event last) {
+    // keep_alive 0: the model goes before the answer does, unless others still use it.
+    if (unload_when_idle_ && active_.empty() && model_) unload();
+    std::shared_ptr<Job> job = a.job;
+    a.held.release();
+    a.grammar.release();
+    a.images.release();
+    a.owner.close();
+    last_used_ns_ = now_ns();
+    {
+        std::lock_guard lock(mu_);
+        std::erase(running_, job);
+    }
+    job->events.push(std::move(last));
 }
 
 } // namespace specd::scheduler

@@ -1,11 +1,14 @@
 #pragma once
-// One model's worker: a bounded FIFO of jobs served one at a time on its own thread, which
-// also owns every llama.cpp object of the model (load, generate, unload all happen there).
+// One model's worker: a bounded FIFO of jobs, served on its own thread, which also owns every
+// llama.cpp object of the model (load, generate, unload all happen there). Up to the model's
+// parallel sequences run at once: each step decodes one batch for all of them, and queued
+// jobs join between steps in arrival order.
 #include "cache/prompt_cache.h"
 #include "memory/ledger.h"
 #include "scheduler/job.h"
 #include "templates/go_template.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -14,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace specd::engine {
 class Model;
@@ -25,11 +29,25 @@ class Embedder;
 
 namespace specd::scheduler {
 
+class Runner;
+
+// What a runner asks of the scheduler before it loads a model.
+class LoadArbiter {
+  public:
+    virtual ~LoadArbiter() = default;
+    // Makes room for `bytes` more (unloading idle models, least recently used first) and
+    // returns how many bytes of the budget are free for `requester` once it has. Throws
+    // specd::Error when it cannot: bad_request when the model alone is over the budget,
+    // busy when the models that would have to go are in use.
+    virtual uint64_t make_room(const Runner & requester, uint64_t bytes) = 0;
+};
+
 struct LoadedInfo {
     std::string                                        name;
     std::string                                        digest;
     uint64_t                                           size_bytes = 0;
     uint32_t                                           context_length = 0;
+    int                                                parallel = 1; // sequences decoded together
     std::optional<std::chrono::system_clock::time_point> expires_at; // nullopt: never
     std::string                                        family;
     std::string                                        parameter_size;
@@ -37,11 +55,18 @@ struct LoadedInfo {
     uint64_t                                           memory_owner = 0; // its owner id in the ledger
 };
 
+struct RunnerConfig {
+    size_t               max_queue = 512;
+    KeepAlive            default_keep_alive = std::chrono::minutes(5);
+    cache::PromptCache * cache        = nullptr; // shared with the other runners; may be null
+    int                  num_parallel = 0;       // 0: chosen from the memory budget at load
+    LoadArbiter *        arbiter      = nullptr; // null: no memory budget
+};
+
 class Runner {
   public:
-    // `cache` (may be null) is shared with the other runners and outlives this one.
-    Runner(size_t max_queue, KeepAlive default_keep_alive, cache::PromptCache * cache);
-    ~Runner(); // finishes the running job's cancellation and unloads
+    explicit Runner(RunnerConfig cfg);
+    ~Runner(); // cancels queued and running jobs, and unloads
     Runner(const Runner &)             = delete;
     Runner & operator=(const Runner &) = delete;
 
@@ -50,28 +75,52 @@ class Runner {
 
     std::optional<LoadedInfo> loaded() const;
 
-  private:
-    void loop();
-    void  run(Job & job);
-    Event serve(Job & job); // the job's final event (done or error)
-    void embed(Job & job, DoneInfo & done); // the request's inputs, on this thread's embedder
-    void ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done);
-    void unload();
-    void account_model(); // the ledger's view of what the loaded model holds
+    // For the scheduler's memory budget: the bytes the loaded model holds (0 when none),
+    // whether it has no work (running or queued), and when it last finished a job.
+    uint64_t footprint() const { return footprint_.load(); }
+    bool     idle() const;
+    int64_t  last_used_ns() const { return last_used_ns_.load(); }
+    // Unloads the model on the runner's thread if it is idle, and waits for it; false when
+    // the runner had work (or nothing loaded).
+    bool     unload_if_idle();
 
-    const size_t    max_queue_;
-    const KeepAlive default_keep_alive_;
-    cache::PromptCache * const cache_;
+  private:
+    struct Active; // a generation running on one of the session's sequences
+
+    void loop();
+    // Starts the job, or answers it at once (load, embed, errors). False when it has to wait
+    // for the running generations to end (another context, no free sequence).
+    bool  admit(const std::shared_ptr<Job> & job);
+    void  step(); // one batched decode; answers the jobs that ended
+    // Releases what the job held, then sends its final event (so a client that has its
+    // answer already sees the memory back in the ledger).
+    void  finish(Active & a, Event last);
+    void  apply_keep_alive(const Job & job);
+    void  embed(Job & job, DoneInfo & done); // the request's inputs, on this thread's embedder
+    bool  needs_load(const GenerateRequest & req, const ContextOptions & context) const;
+    void  ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done);
+    void  unload();
+    void  account_model(); // the ledger's view of what the loaded model holds
+
+    const RunnerConfig cfg_;
 
     mutable std::mutex                        mu_;
     std::condition_variable                   cv_;
-    std::deque<std::shared_ptr<Job>>         queue_;
-    std::shared_ptr<Job>                      current_; // the running job, cancelled on shutdown
+    std::condition_variable                   unloaded_cv_;
+    std::deque<std::shared_ptr<Job>>          queue_;
+    std::vector<std::shared_ptr<Job>>         running_; // cancelled on shutdown
     bool                                      stopping_ = false;
+    bool                                      busy_     = false; // a job is being started or runs
+    bool                                      unload_requested_ = false;
     std::optional<std::chrono::steady_clock::time_point> unload_at_;
     std::optional<LoadedInfo>                 info_; // guarded by mu_, read by /api/ps
+    std::atomic<uint64_t>                     footprint_{0};
+    std::atomic<int64_t>                      last_used_ns_{0};
 
     // Touched only by the runner thread.
+    std::vector<std::unique_ptr<Active>>  active_;
+    bool                                  unload_when_idle_ = false; // a job asked for keep_alive 0
+    int                                   n_seq_ = 1; // sequences of the loaded model's sessions
     std::shared_ptr<engine::Model>        model_;
     std::shared_ptr<engine::Model>        draft_;
     std::unique_ptr<engine::ChatTemplate> template_;

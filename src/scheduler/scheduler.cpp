@@ -1,6 +1,21 @@
 #include "scheduler/scheduler.h"
 
+#include "metrics/registry.h"
+
+#include <algorithm>
+#include <cstdio>
+
 namespace specd::scheduler {
+
+namespace {
+
+std::string gib(uint64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1ull << 30));
+    return buf;
+}
+
+} // namespace
 
 std::shared_ptr<Job> Scheduler::submit(GenerateRequest req) {
     auto job     = std::make_shared<Job>();
@@ -8,8 +23,15 @@ std::shared_ptr<Job> Scheduler::submit(GenerateRequest req) {
     std::lock_guard lock(mu_);
     if (stopping_) throw Error(ErrorKind::busy, "server is shutting down");
     auto & runner = runners_[job->request.model.name];
-    if (!runner) runner = std::make_unique<Runner>(cfg_.max_queue, cfg_.default_keep_alive, cache_);
+    if (!runner) {
+        runner = std::make_shared<Runner>(RunnerConfig{.max_queue          = cfg_.max_queue,
+                                                       .default_keep_alive = cfg_.default_keep_alive,
+                                                       .cache              = cache_,
+                                                       .num_parallel       = cfg_.num_parallel,
+                                                       .arbiter            = this});
+    }
     if (!runner->enqueue(job)) {
+        metrics::server_metrics().queue_rejected_total.add();
         throw Error(ErrorKind::busy, "server busy, please try again.  maximum pending requests exceeded");
     }
     return job;
@@ -24,8 +46,44 @@ std::vector<LoadedInfo> Scheduler::loaded() const {
     return out;
 }
 
+uint64_t Scheduler::make_room(const Runner & requester, uint64_t bytes) {
+    const uint64_t budget = cfg_.memory_budget > 0 ? cfg_.memory_budget : UINT64_MAX;
+    if (bytes > budget) {
+        throw bad_request("the model needs about " + gib(bytes) + ", more than the memory budget of " + gib(budget) +
+                          " (SPECD_MAX_MEMORY); a smaller num_ctx or fewer parallel sequences need less");
+    }
+    for (;;) {
+        std::vector<std::shared_ptr<Runner>> idle;
+        uint64_t                             used   = 0;
+        size_t                               loaded = 0;
+        {
+            std::lock_guard lock(mu_);
+            if (stopping_) throw Error(ErrorKind::busy, "server is shutting down");
+            for (const auto & [name, r] : runners_) {
+                if (r.get() == &requester || !r->loaded()) continue;
+                used += r->footprint();
+                ++loaded;
+                if (r->idle()) idle.push_back(r);
+            }
+        }
+        const bool fits = used + bytes <= budget && (cfg_.max_loaded_models == 0 || loaded < cfg_.max_loaded_models);
+        if (fits) return budget - used;
+        if (idle.empty()) {
+            throw Error(ErrorKind::busy, "server busy: the model needs about " + gib(bytes) + " and " +
+                                             gib(budget - std::min(budget, used)) + " of the " + gib(budget) +
+                                             " budget are free, while every other loaded model is in use");
+        }
+        // The least recently used idle model goes first. It unloads on its own thread; if it
+        // took work meanwhile, the next round looks again.
+        const auto lru = std::min_element(idle.begin(), idle.end(), [](const auto & a, const auto & b) {
+            return a->last_used_ns() < b->last_used_ns();
+        });
+        if ((*lru)->unload_if_idle()) metrics::server_metrics().model_evictions_total.add();
+    }
+}
+
 void Scheduler::shutdown() {
-    std::map<std::string, std::unique_ptr<Runner>> runners;
+    std::map<std::string, std::shared_ptr<Runner>> runners;
     {
         std::lock_guard lock(mu_);
         stopping_ = true;

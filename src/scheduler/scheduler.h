@@ -1,5 +1,7 @@
 #pragma once
-// Routes requests to per-model runners (created on first use), and reports what is loaded.
+// Routes requests to per-model runners (created on first use), reports what is loaded, and
+// keeps the loaded models within a memory budget: a model that needs room unloads the least
+// recently used idle ones.
 #include "scheduler/runner.h"
 
 #include <map>
@@ -13,12 +15,16 @@ namespace specd::scheduler {
 struct SchedulerConfig {
     size_t    max_queue          = 512;                 // per model, Ollama's default
     KeepAlive default_keep_alive = std::chrono::minutes(5);
+    int       num_parallel       = 0;                   // sequences per model; 0: from the budget
+    uint64_t  memory_budget      = 0;                   // bytes for loaded models; 0: no limit
+    size_t    max_loaded_models  = 3;                   // Ollama's default on a CPU machine
 };
 
-class Scheduler {
+class Scheduler final : private LoadArbiter {
   public:
     // `cache` (may be null) outlives the scheduler.
     Scheduler(SchedulerConfig cfg, cache::PromptCache * cache) : cfg_(cfg), cache_(cache) {}
+    ~Scheduler() override { shutdown(); }
 
     // Queues the job on its model's runner; throws specd::Error(busy) when the queue is full.
     std::shared_ptr<Job> submit(GenerateRequest req);
@@ -29,10 +35,12 @@ class Scheduler {
     void shutdown();
 
   private:
+    uint64_t make_room(const Runner & requester, uint64_t bytes) override;
+
     SchedulerConfig                                cfg_;
     cache::PromptCache *                           cache_;
     mutable std::mutex                             mu_;
-    std::map<std::string, std::unique_ptr<Runner>> runners_; // by model name
+    std::map<std::string, std::shared_ptr<Runner>> runners_; // by model name
     bool                                           stopping_ = false;
 };
 

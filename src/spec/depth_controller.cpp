@@ -138,6 +138,12 @@ DepthController::RoundPlan DepthController::best_round(int forced_min, int force
         c_d = m.c_d;
         c_v = m.c_v;
     }
+    // With B requests sharing the target's batch, a round's fixed cost is shared by all of
+    // them while each extra position delays every one: for the batch's total rate, a request
+    // weighs its positions against its share of the step, t_1 / B (at the optimum each
+    // request's marginal tokens per position equal the batch's rate times c_v). So depth
+    // shrinks as load grows.
+    t_1 /= double(std::max(1, batch_size_));
     const double a = alpha_plan(), p = forced_p();
     RoundPlan    best{forced_min, 0};
     double       best_rate = -1.0;
@@ -259,6 +265,7 @@ void DepthController::observe(const RoundObservation & round) {
         forced_failures_ += ok < forced ? 1 : 0;
     }
 
+    batch_size_ = std::max(1, round.batch_size);
     if (round.verify_s > 0.0) {
         WeightedSums & sums = drafted + round.n_forced > 0 ? verify_drafting_ : verify_zero_;
         sums.fade(config_.cost_forget);

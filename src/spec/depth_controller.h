@@ -27,7 +27,7 @@ struct RoundObservation {
     bool   drafts_judged = true;
     double draft_s    = 0.0; // time spent producing the n_drafted drafts
     double verify_s   = 0.0; // target time for the 1 + n_forced + n_drafted positions
-    int    batch_size = 1;   // sequences sharing the target batch; kept, not modelled yet
+    int    batch_size = 1;   // requests sharing the target batch (verify_s is the whole batch's)
 };
 
 // Per-model knowledge that seeds each request; the caller keeps one per model and folds
@@ -130,6 +130,7 @@ class DepthController {
     DepthConfig config_;
     DepthPrior  prior_;
     int         cap_ = 0;
+    int         batch_size_ = 1; // requests in the last observed round's target batch
 
     // Acceptance: Beta(base + acc_a_, base + acc_b_). acc_* start at the prior's
     // pseudo-counts and fade with every drafting round (slowly while parked at 0). A round

@@ -71,9 +71,7 @@ describe('create', () => {
     assert.notEqual(digest('adapted:latest'), digest('base:latest'));
   });
 
-  test('adapters are applied when the model runs', {
-    todo: 'needs src/scheduler/runner.cpp to pass ModelFiles::adapters to engine::Model::load',
-  }, async () => {
+  test('adapters are applied when the model runs', async () => {
     const prompt = 'Once upon a time';
     const base = await h.srv.client.generate({ model: 'base', prompt, options: greedy });
     const adapted = await h.srv.client.generate({ model: 'adapted', prompt, options: greedy });

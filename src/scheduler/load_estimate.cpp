@@ -1,0 +1,69 @@
+#include "scheduler/load_estimate.h"
+
+#include "engine/gguf_info.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <unistd.h>
+
+namespace specd::scheduler {
+
+namespace {
+
+std::optional<int64_t> meta_int(const engine::GgufInfo & info, const std::string & key) {
+    for (const auto & e : info.metadata) {
+        if (e.key != key) continue;
+        if (const auto * v = std::get_if<int64_t>(&e.value)) return *v;
+        return std::nullopt; // e.g. a per-layer array: the caller falls back
+    }
+    return std::nullopt;
+}
+
+// K and V bytes per token of context, at f16 (llama.cpp's default cache type).
+uint64_t kv_bytes_per_token(const std::filesystem::path & gguf) {
+    const engine::GgufInfo info = engine::read_gguf_info(gguf);
+    const std::string      a    = info.architecture + ".";
+    const int64_t n_layer = meta_int(info, a + "block_count").value_or(0);
+    const int64_t n_embd  = meta_int(info, a + "embedding_length").value_or(0);
+    const int64_t n_head  = std::max<int64_t>(1, meta_int(info, a + "attention.head_count").value_or(1));
+    const int64_t n_kv    = meta_int(info, a + "attention.head_count_kv").value_or(n_head);
+    const int64_t k_len   = meta_int(info, a + "attention.key_length").value_or(n_embd / n_head);
+    const int64_t v_len   = meta_int(info, a + "attention.value_length").value_or(n_embd / n_head);
+    return uint64_t(std::max<int64_t>(0, n_layer * n_kv * (k_len + v_len) * 2));
+}
+
+uint64_t file_bytes(const std::filesystem::path & p) {
+    std::error_code ec;
+    const auto      n = std::filesystem::file_size(p, ec);
+    return ec ? 0 : uint64_t(n);
+}
+
+} // namespace
+
+LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & context) {
+    LoadEstimate e;
+    const uint64_t n_ctx = uint64_t(std::max(1, context.num_ctx));
+    e.weights            = file_bytes(files.gguf);
+    e.kv_per_seq         = kv_bytes_per_token(files.gguf) * n_ctx;
+    if (files.draft) {
+        e.weights += file_bytes(*files.draft);
+        e.kv_per_seq += kv_bytes_per_token(*files.draft) * n_ctx;
+    }
+    if (files.projector) e.weights += file_bytes(*files.projector);
+    return e;
+}
+
+int default_parallel(const LoadEstimate & e, uint64_t free_bytes) {
+    if (e.kv_per_seq == 0 || free_bytes <= e.weights) return 1;
+    const uint64_t fit = (free_bytes - e.weights) / e.kv_per_seq;
+    return int(std::clamp<uint64_t>(fit, 1, k_default_parallel_max));
+}
+
+uint64_t physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long size  = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && size > 0 ? uint64_t(pages) * uint64_t(size) : 0;
+}
+
+} // namespace specd::scheduler

@@ -1,0 +1,163 @@
+// Continuous batching in the session: requests on several sequences of one context, decoded
+// together step by step, answer exactly as they do alone (temperature 0, speculation and
+// grammar on), join and leave mid-way, and a cancelled one leaves without disturbing others.
+#include "core/error.h"
+#include "fixtures.h"
+#include "grammar/json_schema.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+using namespace specd;
+using namespace specd::engine;
+
+namespace {
+
+GenerateOptions greedy(int n) {
+    GenerateOptions o;
+    o.sampling.temperature = 0;
+    o.num_predict          = n;
+    return o;
+}
+
+ContextOptions ctx(int n_ctx) {
+    ContextOptions c;
+    c.num_ctx   = n_ctx;
+    c.num_batch = 256;
+    return c;
+}
+
+struct Job {
+    std::string     prompt;
+    GenerateOptions opts;
+};
+
+std::vector<Job> jobs() {
+    GenerateOptions json = greedy(40);
+    json.grammar         = grammar::json_object_grammar();
+    json.end_on_complete_json = true;
+    GenerateOptions off  = greedy(48);
+    off.draft_num_predict = 0;
+    return {{"Once upon a time", greedy(48)},
+            {std::string(600, 'a') + " and then", greedy(32)}, // a prompt read over several steps
+            {"Give me JSON", json},
+            {"one two three four", off}};
+}
+
+struct Running {
+    std::string       text;
+    std::atomic<bool> cancel{false};
+    GenerateResult    result;
+    bool              done = false;
+    std::exception_ptr error;
+};
+
+// Starts every job (the first `stagger` at once, one more after each step) and steps until
+// all have ended.
+void run_batched(Session & s, const std::vector<Job> & js, std::vector<std::unique_ptr<Running>> & out,
+                 size_t stagger, size_t cancel_index = SIZE_MAX, int cancel_after_steps = 0) {
+    std::map<uint64_t, Running *> by_id;
+    size_t                        started = 0;
+    const auto start_next = [&] {
+        auto r   = std::make_unique<Running>();
+        Running * p = r.get();
+        const Job & j = js[started++];
+        by_id[s.start(MultimodalPrompt{s.model().tokenize(j.prompt, true, true), {}, nullptr}, j.opts,
+                      [p](std::string_view t) { p->text += t; }, {}, p->cancel)] = p;
+        out.push_back(std::move(r));
+    };
+    while (started < std::min(stagger, js.size())) start_next();
+    int steps = 0;
+    while (!by_id.empty() || started < js.size()) {
+        if (started < js.size() && s.can_start()) start_next();
+        if (cancel_index < out.size() && ++steps == cancel_after_steps) out[cancel_index]->cancel = true;
+        for (SeqFinished & f : s.step()) {
+            Running * r = by_id.at(f.id);
+            r->done     = true;
+            r->error    = f.error;
+            r->result   = std::move(f.result);
+            by_id.erase(f.id);
+        }
+    }
+}
+
+} // namespace
+
+TEST(Batching, FourSequencesAnswerAsOneAtATime) {
+    auto model = fixtures::shared_model("pair-target.gguf");
+    auto draft = fixtures::shared_model("pair-draft.gguf");
+    const auto js = jobs();
+
+    std::vector<fixtures::Output> solo;
+    {
+        Session one(model, ctx(2048), draft);
+        for (const Job & j : js) solo.push_back(fixtures::generate(one, one.model().tokenize(j.prompt, true, true), j.opts));
+    }
+    for (size_t stagger : {js.size(), size_t(1)}) {
+        Session four(model, ctx(2048), draft, {}, 4);
+        ASSERT_EQ(four.n_seq(), 4);
+        std::vector<std::unique_ptr<Running>> got;
+        run_batched(four, js, got, stagger);
+        ASSERT_EQ(got.size(), js.size());
+        for (size_t i = 0; i < js.size(); ++i) {
+            ASSERT_TRUE(got[i]->done);
+            ASSERT_FALSE(got[i]->error) << "job " << i;
+            EXPECT_EQ(got[i]->text, solo[i].text) << "job " << i << ", stagger " << stagger;
+            EXPECT_EQ(got[i]->result.stats.eval_count, solo[i].result.stats.eval_count) << "job " << i;
+            EXPECT_EQ(got[i]->result.context, solo[i].result.context) << "job " << i;
+        }
+        EXPECT_EQ(got[2]->text.substr(0, 1), "{") << "the grammar held in the batch: " << got[2]->text;
+        EXPECT_GT(got[0]->result.speculation.drafted, 0) << "the draft model ran inside the batch";
+    }
+}
+
+TEST(Batching, MoreRequestsThanSequencesReuseFreedOnes) {
+    auto       model = fixtures::shared_model("tiny.gguf");
+    auto       js    = jobs();
+    const auto more  = js; // eight requests on two sequences
+    js.insert(js.end(), more.begin(), more.end());
+    Session two(model, ctx(2048), nullptr, {}, 2);
+    std::vector<std::unique_ptr<Running>> got;
+    run_batched(two, js, got, 2);
+    ASSERT_EQ(got.size(), js.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_FALSE(got[i]->error);
+        EXPECT_EQ(got[i]->text, got[i % 4]->text) << "request " << i << " and its twin";
+    }
+    EXPECT_THROW(
+        {
+            std::atomic<bool> c{false};
+            two.start(MultimodalPrompt{two.model().tokenize("x", true, true), {}, nullptr}, greedy(400), {}, {}, c);
+            two.start(MultimodalPrompt{two.model().tokenize("y", true, true), {}, nullptr}, greedy(400), {}, {}, c);
+            two.start(MultimodalPrompt{two.model().tokenize("z", true, true), {}, nullptr}, greedy(400), {}, {}, c);
+        },
+        Error);
+}
+
+TEST(Batching, ACancelledRequestLeavesWithoutDisturbingTheOthers) {
+    auto model = fixtures::shared_model("pair-target.gguf");
+    auto draft = fixtures::shared_model("pair-draft.gguf");
+    auto js    = jobs();
+    js[1].opts.num_predict = 400; // still running when it is cancelled
+    std::vector<fixtures::Output> solo;
+    {
+        Session one(model, ctx(2048), draft);
+        for (const Job & j : js) solo.push_back(fixtures::generate(one, one.model().tokenize(j.prompt, true, true), j.opts));
+    }
+    Session four(model, ctx(2048), draft, {}, 4);
+    std::vector<std::unique_ptr<Running>> got;
+    run_batched(four, js, got, js.size(), /*cancel_index=*/1, /*cancel_after_steps=*/8);
+    ASSERT_TRUE(got[1]->error);
+    try {
+        std::rethrow_exception(got[1]->error);
+    } catch (const Error & e) {
+        EXPECT_EQ(e.kind(), ErrorKind::cancelled);
+    }
+    for (size_t i : {0, 2, 3}) {
+        ASSERT_FALSE(got[i]->error) << "job " << i;
+        EXPECT_EQ(got[i]->text, solo[i].text) << "job " << i;
+    }
+    EXPECT_LT(got[1]->text.size(), solo[1].text.size());
+    EXPECT_EQ(four.running(), 0u);
+}
