@@ -23,8 +23,13 @@ std::chrono::nanoseconds default_keep_alive() {
 
 // --parallel / NUM_PARALLEL: 1 to 256 sequences per model; 0 chooses from the memory budget.
 int parse_parallel(const std::string & text) {
-    size_t    used = 0;
-    const int n    = std::stoi(text, &used);
+    size_t used = 0;
+    int    n    = -1;
+    try {
+        n = std::stoi(text, &used);
+    } catch (const std::exception &) {
+        n = -1; // not a number: reported below
+    }
     if (used != text.size() || n < 0 || n > engine::Session::k_max_parallel) {
         throw std::invalid_argument("parallel sequences must be a number from 0 (automatic) to " +
                                     std::to_string(engine::Session::k_max_parallel) + ", not \"" + text + "\"");
