@@ -57,28 +57,26 @@ json parsed_or_text(const std::string & text) {
     return j.is_discarded() ? json(text) : j;
 }
 
-// Ollama's api.Tool and api.ToolCall, with their Go field names.
+// Ollama's api.Tool marshals under its JSON names ({{ .Function }} prints that JSON; field
+// access falls back to the lower-case key); messages and tool calls have Go names only.
 json tools_data(const std::vector<Tool> & tools) {
     json out = json::array();
     for (const Tool & t : tools) {
-        out.push_back({{"Type", "function"},
-                       {"Function", {{"Name", t.name}, {"Description", t.description}, {"Parameters", parsed_or_text(t.parameters)}}}});
+        out.push_back({{"type", "function"},
+                       {"function", {{"name", t.name}, {"description", t.description}, {"parameters", parsed_or_text(t.parameters)}}}});
     }
     return out;
 }
 
+// Every field of Ollama's api.Message, zero values included (see docs/templates.md).
 json message_data(const Message & m) {
-    json j = {{"Role", m.role}, {"Content", m.content}};
-    if (!m.thinking.empty()) j["Thinking"] = m.thinking;
-    if (!m.tool_name.empty()) j["ToolName"] = m.tool_name;
-    if (!m.tool_calls.empty()) {
-        json calls = json::array();
-        for (const ToolCall & c : m.tool_calls) {
-            calls.push_back({{"Function", {{"Name", c.name}, {"Arguments", parsed_or_text(c.arguments)}}}});
-        }
-        j["ToolCalls"] = std::move(calls);
+    json calls = json::array();
+    for (size_t i = 0; i < m.tool_calls.size(); ++i) {
+        const ToolCall & c = m.tool_calls[i];
+        calls.push_back({{"ID", ""}, {"Function", {{"Index", i}, {"Name", c.name}, {"Arguments", parsed_or_text(c.arguments)}}}});
     }
-    return j;
+    return {{"Role", m.role},     {"Content", m.content},     {"Thinking", m.thinking}, {"Images", json::array()},
+            {"ToolCalls", calls}, {"ToolName", m.tool_name}, {"ToolCallID", ""}};
 }
 
 } // namespace

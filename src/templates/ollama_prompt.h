@@ -18,9 +18,10 @@ GoTemplate parse_ollama_template(std::string_view text);
 
 // The prompt for `messages`, ending where the assistant's answer starts.
 // - A template that uses .Messages gets {System (every system message, joined by blank
-//   lines), Messages [{Role, Content, Thinking, ToolName, ToolCalls [{Function {Name,
-//   Arguments}}]}] (consecutive messages of one role merged), Tools [{Type, Function {Name,
-//   Description, Parameters}}], Response "", Think, ThinkLevel, IsThinkSet}.
+//   lines), Messages [{Role, Content, Thinking, Images, ToolCalls [{ID, Function {Index, Name,
+//   Arguments}}], ToolName, ToolCallID}] (consecutive messages of one role merged), Tools
+//   [{type, function {name, description, parameters}}], Response "", Think, ThinkLevel,
+//   IsThinkSet}: the data of docs/templates.md.
 // - Any other template is rendered once per turn with {System, Prompt, Response}, and the last
 //   turn is cut where .Response is written.
 std::string render_ollama_prompt(const GoTemplate & tmpl, const std::vector<Message> & messages,

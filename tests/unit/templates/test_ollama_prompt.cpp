@@ -55,3 +55,25 @@ TEST(OllamaPrompt, ParseErrorsNameTheirPlace) {
         EXPECT_NE(std::string(e.what()).find("invalid template: line 1"), std::string::npos) << e.what();
     }
 }
+
+// A Qwen-style Go template: tools as Ollama prints them, a call's arguments, a tool result,
+// and the thinking switch.
+TEST(OllamaPrompt, ToolsCallsAndThinkReachTheTemplate) {
+    const auto t = parse_ollama_template(
+        "{{- range .Tools }}<tool>{{ .Function }}</tool>{{ end }}"
+        "{{- range .Messages }}[{{ .Role }}"
+        "{{- range .ToolCalls }} call {{ .Function.Name }} {{ .Function.Arguments }}{{ end }}"
+        "{{- if .ToolName }} from {{ .ToolName }}{{ end }}: {{ .Content }}]{{ end }}"
+        "{{- if .IsThinkSet }}{{ if .Think }}<think>{{ else }}<nothink>{{ end }}{{ end }}");
+    Message call{"assistant", ""};
+    call.tool_calls = {{"get_weather", R"({"city":"Paris"})"}};
+    Message result{"tool", "sunny"};
+    result.tool_name = "get_weather";
+    const std::vector<Message> history = {{"user", "Weather?"}, call, result};
+    const std::vector<specd::Tool> tools = {{"get_weather", "The weather", R"({"type":"object"})"}};
+    EXPECT_EQ(render_ollama_prompt(t, history, tools, specd::ThinkSetting{true, ""}),
+              R"(<tool>{"name":"get_weather","description":"The weather","parameters":{"type":"object"}}</tool>)"
+              R"([user: Weather?][assistant call get_weather {"city":"Paris"}: ][tool from get_weather: sunny]<think>)");
+    EXPECT_EQ(render_ollama_prompt(t, {{"user", "Hi"}}, {}, specd::ThinkSetting{false, ""}), "[user: Hi]<nothink>");
+    EXPECT_EQ(render_ollama_prompt(t, {{"user", "Hi"}}), "[user: Hi]");
+}
