@@ -10,6 +10,9 @@
 # `scripts/bench.sh cache [--prefix-tokens N] [--runs N]` times the first token with a long
 # shared prefix, cold and restored by the prompt cache, against llama-server's prompt cache,
 # and a multi-turn chat's hit rate (bench/results/prompt-cache.md).
+# `scripts/bench.sh concurrency [--streams N] [--num-predict N] [--runs N]` compares the
+# aggregate tokens/s of concurrent streams with one stream, specd against llama-server
+# --parallel N (bench/results/concurrency.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ "${1:-}" = grammar ]; then
@@ -21,6 +24,7 @@ if [ "${1:-}" = grammar ]; then
 fi
 mode=cells
 if [ "${1:-}" = cache ]; then mode=cache; shift; fi
+if [ "${1:-}" = concurrency ]; then mode=concurrency; shift; fi
 cells=bench/speculation.json
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then cells=$1; shift; fi
 
@@ -31,6 +35,10 @@ llama_server="$(bash scripts/llama.sh server)"
 models_src="$(bash scripts/llama.sh source)/models"
 models_dir="${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}/bench-models"
 bash bench/make-models.sh "$cells" build/bin/specd-testmodel "$models_src" "$models_dir"
+if [ "$mode" = concurrency ]; then
+  exec node bench/concurrency.mjs --specd build/bin/specd --llama-server "$llama_server" \
+    --models "$models_dir" --out bench/results "$@"
+fi
 if [ "$mode" = cache ]; then
   exec node bench/prompt_cache.mjs --specd build/bin/specd --llama-server "$llama_server" \
     --models "$models_dir" --out bench/results "$@"

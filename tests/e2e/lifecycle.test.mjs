@@ -133,7 +133,8 @@ describe('lifecycle', () => {
   });
 
   test('a full queue answers 503 "server busy" and recovers', async () => {
-    const s = await server({ env: { SPECD_MAX_QUEUE: '1' } });
+    // One sequence: the long stream holds it, so the small requests queue behind it.
+    const s = await server({ env: { SPECD_MAX_QUEUE: '1', SPECD_NUM_PARALLEL: '1' } });
     await timedSmallRequest(s);
     const { stream } = await startLongStream(s);
     // One more request may wait in the queue; the rest must be refused at once.

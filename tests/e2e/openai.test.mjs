@@ -392,7 +392,8 @@ describe('openai /v1 access rules', () => {
   });
 
   test('a full queue answers 503 in OpenAI\'s shape', async () => {
-    const srv = await startServer({ env: { SPECD_MAX_QUEUE: '1' } });
+    // One sequence: the long answer holds it, so the small requests queue behind it.
+    const srv = await startServer({ env: { SPECD_MAX_QUEUE: '1', SPECD_NUM_PARALLEL: '1' } });
     try {
       const openai = client(srv);
       // A long answer holds the model (see lifecycle.test.mjs for the prompt).
