@@ -62,7 +62,8 @@ AnswerReader prepare_answer(DecodedRequest & d) {
     PromptSpec &       p        = d.request.prompt;
     const ModelFiles & m        = d.request.model;
     const bool         thinking = p.think && p.think->enabled;
-    if (!thinking && p.tools.empty()) return {};
+    // A load (or unload) request renders nothing and answers nothing.
+    if (d.request.load_only || (!thinking && p.tools.empty())) return {};
 
     if (const auto & go = p.template_text ? p.template_text : m.template_text) {
         if (thinking && !go_uses(*go, ".Think")) throw unsupported(m, "thinking");

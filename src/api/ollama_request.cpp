@@ -156,6 +156,7 @@ DecodedRequest decode_generate(const json & body, const vision::ImageLimits & li
     p.raw    = opt_bool(body, "raw").value_or(false);
     // A raw prompt is not templated, so no template says how its reasoning would read.
     if (p.raw && p.think && p.think->enabled) throw bad_request("think cannot be combined with raw");
+    if (!p.suffix.empty() && p.think && p.think->enabled) throw bad_request("think cannot be combined with suffix (insert)");
     if (auto it = body.find("context"); it != body.end() && !it->is_null()) {
         if (!it->is_array()) throw bad_request("context must be an array of token ids");
         for (const auto & t : *it) {

@@ -57,6 +57,7 @@ TEST(OllamaRequest, RejectsWrongTypesAndUnknownRoles) {
         {{{"model", "m"}, {"think", "max"}}, false, "think must be a boolean or"},
         {{{"model", "m"}, {"think", 1}}, true, "think must be a boolean or"},
         {{{"model", "m"}, {"think", true}, {"raw", true}}, false, "think cannot be combined with raw"},
+        {{{"model", "m"}, {"think", "low"}, {"prompt", "a"}, {"suffix", "b"}}, false, "think cannot be combined with suffix"},
         {{{"model", "m"}, {"think", true}, {"thinking_budget_chars", 10}}, false, "needs think and format"},
         {{{"model", "m"}, {"format", "json"}, {"thinking_budget_chars", 10}}, true, "needs think and format"},
         {{{"model", "m"}, {"think", true}, {"format", "json"}, {"thinking_budget_chars", -1}}, true, "thinking_budget_chars must be"},
