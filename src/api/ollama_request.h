@@ -39,7 +39,10 @@ std::string format_grammar(const json & format);
 inline constexpr int32_t k_max_num_ctx     = 1 << 24;
 inline constexpr int32_t k_max_num_predict = 1 << 24;
 inline constexpr size_t  k_max_keep_alive_chars = 64;
-inline constexpr int64_t k_max_thinking_budget_chars = 1 << 20;
+// The composed grammar holds a rule per 32 characters of budget: 2048 rules here (measured on
+// think.gguf: as fast as a budget of 48); a million characters would pass the grammar's size
+// limit, and a reasoning that long is num_predict's to bound.
+inline constexpr int64_t k_max_thinking_budget_chars = 1 << 16;
 // Sampling options in floats (see apply_options): |temperature| and the penalties at most
 // k_max_sampling_factor; repeat_penalty at least k_min_repeat_penalty; a temperature below
 // k_min_temperature is greedy decoding.
