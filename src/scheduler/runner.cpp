@@ -166,11 +166,17 @@ void Runner::loop() {
             unloaded_cv_.notify_all();
             continue;
         }
-        if (job && !admit(job)) {
-            std::lock_guard lock(mu_);
-            std::erase(running_, job);
-            queue_.push_front(std::move(job));
-            blocked = true;
+        if (job) {
+            if (!admit(job)) {
+                std::lock_guard lock(mu_);
+                std::erase(running_, job);
+                queue_.push_front(std::move(job));
+                blocked = true;
+            } else if (session_ && session_->can_start()) {
+                // Requests that arrived together start together, before the next step.
+                std::lock_guard lock(mu_);
+                if (!queue_.empty()) continue;
+            }
         }
         if (!active_.empty()) {
             const size_t before = active_.size();
@@ -178,6 +184,12 @@ void Runner::loop() {
             if (active_.size() < before) blocked = false;
         }
     }
+    {
+        // A scheduler waiting for this runner to unload is not left waiting.
+        std::lock_guard lock(mu_);
+        unload_requested_ = false;
+    }
+    unloaded_cv_.notify_all();
     // Jobs still queued or running at shutdown get an answer rather than a hang.
     for (auto & a : active_) a->job->events.push({Event::Kind::error, "server is shutting down", ErrorKind::busy, {}});
     active_.clear();
