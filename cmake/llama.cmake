@@ -50,7 +50,9 @@ endif()
 if(SPECD_LLAMA_PREFIX AND NOT _have_config STREQUAL _want_config)
   message(STATUS "specd: ${SPECD_LLAMA_PREFIX} was staged without the '${_want_config}' build config; "
                  "using the pinned llama.cpp instead")
-  set(SPECD_LLAMA_PREFIX "")
+  # Both: a normal variable set to "" would hide the cache entry written below.
+  unset(SPECD_LLAMA_PREFIX CACHE)
+  unset(SPECD_LLAMA_PREFIX)
 endif()
 if(NOT SPECD_LLAMA_PREFIX)
   message(STATUS "specd: preparing the pinned llama.cpp (cached after the first time)")
