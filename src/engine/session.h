@@ -1,7 +1,8 @@
 #pragma once
-// One llama context on a loaded model (plus, optionally, a draft model's) and the decode
-// rounds that run on it. The tokens held in its KV cache are remembered, so a request that
-// shares a prefix with the previous one (a chat that goes on) only evaluates the new part.
+// One llama context on a loaded model with N sequences (plus, optionally, a draft model
+// context per sequence) and the decode steps that run on it. The tokens held in each
+// sequence's KV are remembered, so a request that shares a prefix with an earlier one (a chat
+// that goes on) only evaluates the new part.
 #include "cache/prompt_cache.h"
 #include "core/logprobs.h"
 #include "core/options.h"
