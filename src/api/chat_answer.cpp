@@ -54,9 +54,17 @@ std::shared_ptr<const engine::ChatTemplate> model_template(const ModelFiles & m)
 AnswerReader::AnswerReader(std::shared_ptr<const engine::ChatSyntax> syntax) :
     parser_(std::make_unique<engine::ChatOutputParser>(std::move(syntax))) {}
 
-AnswerPart AnswerReader::push(const std::string & text) { return parser_ ? part_of(parser_->push(text)) : AnswerPart(text); }
+AnswerReader::AnswerReader(GoToolCallReader go) : go_(std::make_unique<GoToolCallReader>(std::move(go))) {}
 
-AnswerPart AnswerReader::finish() { return parser_ ? part_of(parser_->finish()) : AnswerPart(); }
+AnswerPart AnswerReader::push(const std::string & text) {
+    if (parser_) return part_of(parser_->push(text));
+    return go_ ? go_->push(text) : AnswerPart(text);
+}
+
+AnswerPart AnswerReader::finish() {
+    if (parser_) return part_of(parser_->finish());
+    return go_ ? go_->finish() : AnswerPart();
+}
 
 AnswerReader prepare_answer(DecodedRequest & d) {
     PromptSpec &       p        = d.request.prompt;
@@ -68,9 +76,8 @@ AnswerReader prepare_answer(DecodedRequest & d) {
     if (const auto & go = p.template_text ? p.template_text : m.template_text) {
         if (thinking && !go_uses(*go, ".Think")) throw unsupported(m, "thinking");
         if (thinking) throw bad_request("think with an Ollama (Go) TEMPLATE is not supported yet by this server");
-        if (!go_uses(*go, ".Tools")) throw unsupported(m, "tools");
-        // The Go template shows the tools; its answers are not read for calls yet (content).
-        return {};
+        if (!go_uses(*go, ".Tools")) throw ParamError("tools", unsupported(m, "tools").what());
+        return AnswerReader(GoToolCallReader(go_tool_call_tag(*go), p.tools));
     }
 
     const auto                 shared = model_template(m);

@@ -4,6 +4,7 @@
 // that the answer after the reasoning is bare JSON; and the reader that splits the answer
 // into reasoning, content and tool calls is made from the same render the runner will do.
 #include "api/generation_writer.h"
+#include "api/go_tool_calls.h"
 #include "api/ollama_request.h"
 #include "engine/chat_output.h"
 
@@ -19,12 +20,14 @@ class AnswerReader {
   public:
     AnswerReader() = default; // plain text
     explicit AnswerReader(std::shared_ptr<const engine::ChatSyntax> syntax);
+    explicit AnswerReader(GoToolCallReader go); // tools under an Ollama Go TEMPLATE
 
     AnswerPart push(const std::string & text);
     AnswerPart finish();
 
   private:
     std::unique_ptr<engine::ChatOutputParser> parser_;
+    std::unique_ptr<GoToolCallReader>         go_;
 };
 
 // `d.request.model` must be resolved. Throws bad_request for `think` on a model whose

@@ -176,6 +176,32 @@ describe('think', () => {
     assert.ok(!whole.message.content.includes('<tool_call>'), whole.message.content);
   });
 
+  test('Go TEMPLATE: tools and tool calls are rendered; a template without .Tools refuses tools', async () => {
+    // .System first: the nonce of fresh() comes before everything else, as with Qwen3.
+    const template = '{{ .System }}{{- range .Tools }}<tool>{{ .Function }}</tool>{{ end }}'
+      + '{{- range .Messages }}<{{ .Role }}>{{ .Content }}'
+      + '{{- range .ToolCalls }}<tool_call>{{ json .Function }}</tool_call>{{ end }}</{{ .Role }}>{{ end }}<assistant>';
+    const ask1 = (msgs, extra = {}) => h.srv.client.chat({
+      model: 'tiny', template, messages: fresh(msgs), options: greedy({ num_predict: 1 }), ...extra,
+    });
+    const plain = await ask1(messages);
+    const tooled = await ask1(messages, { tools: TOOLS });
+    assert.ok(tooled.prompt_eval_count > plain.prompt_eval_count + 20, `${plain.prompt_eval_count} -> ${tooled.prompt_eval_count}`);
+    const called = await ask1([...messages,
+      { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Paris' } } }] },
+      { role: 'tool', content: 'sunny', tool_name: 'get_weather' }], { tools: TOOLS });
+    assert.ok(called.prompt_eval_count > tooled.prompt_eval_count + 10, `${tooled.prompt_eval_count} -> ${called.prompt_eval_count}`);
+
+    const body = { model: 'tiny', template, messages, tools: TOOLS, options: greedy({ num_predict: 24 }) };
+    const whole = await h.srv.client.chat({ ...body, stream: false });
+    const streamed = await collect(await h.srv.client.chat({ ...body, stream: true }));
+    assert.equal(streamed.text, whole.message.content);
+
+    const r = await postRaw(`${h.srv.url}/api/chat`, { model: 'tiny', template: '{{ .Prompt }}', messages, tools: TOOLS, stream: false });
+    assert.equal(r.status, 400, r.text);
+    assert.match(r.body.error, /does not support tools/);
+  });
+
   test('OpenAI: tools and reasoning_effort on /v1/chat/completions', async () => {
     const openai = new OpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
     const plain = await openai.chat.completions.create({ model: 'think', messages, max_tokens: 1, temperature: 0 });
