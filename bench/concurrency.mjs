@@ -52,7 +52,7 @@ async function one(server, text, spec) {
     const r = await fetch(`${server.url}/api/generate`, { method: 'POST', body: JSON.stringify(body) });
     const j = await r.json();
     if (!r.ok) throw new Error(`specd: ${j.error}`);
-    return j.eval_count;
+    return { tokens: j.eval_count, mean_k: j.speculation?.mean_k ?? 0 };
   }
   const body = { prompt: text, n_predict: numPredict, temperature: 0, seed: 1, top_k: 1, cache_prompt: false };
   const r = await fetch(`${server.url}/completion`, { method: 'POST', body: JSON.stringify(body) });
@@ -63,29 +63,41 @@ async function one(server, text, spec) {
   return null;
 }
 
-// `n` concurrent streams: aggregate tokens/s over the wall time.
+// `n` concurrent streams: aggregate tokens/s over the wall time, and specd's mean drafting
+// depth per round (the depth controller sees the batch).
 async function wave(server, n, spec, run) {
   const before = server.kind === 'llama-server' ? await llamaTokens(server) : 0;
   const t0 = performance.now();
-  const counts = await Promise.all(Array.from({ length: n }, (_, i) => one(server, prompt(i, run), spec)));
+  const answers = await Promise.all(Array.from({ length: n }, (_, i) => one(server, prompt(i, run), spec)));
   const wall = (performance.now() - t0) / 1000;
-  const tokens = server.kind === 'llama-server' ? (await llamaTokens(server)) - before : counts.reduce((a, b) => a + b, 0);
+  const tokens = server.kind === 'llama-server' ? (await llamaTokens(server)) - before
+    : answers.reduce((a, b) => a + b.tokens, 0);
   if (tokens !== n * numPredict) throw new Error(`${server.kind}: ${tokens} tokens, expected ${n * numPredict}`);
-  return tokens / wall;
+  const meanK = server.kind === 'specd' ? answers.reduce((a, b) => a + b.mean_k, 0) / n : null;
+  return { tps: tokens / wall, meanK };
 }
 
-async function measure(server, label, spec) {
+async function measure(server, label, spec, { singleOnly = false } = {}) {
   const single = [];
   const multi = [];
   await wave(server, 1, spec, -1); // warm-up: load, first allocation
   for (let run = 0; run < runs; ++run) {
     single.push(await wave(server, 1, spec, run));
-    multi.push(await wave(server, streams, spec, run));
+    if (!singleOnly) multi.push(await wave(server, streams, spec, run));
   }
-  const row = { engine: label, single_tps: median(single), aggregate_tps: median(multi) };
+  if (singleOnly) {
+    const row = { engine: label, single_tps: median(single.map((x) => x.tps)), aggregate_tps: null,
+                  single_mean_k: single.reduce((a, b) => a + b.meanK, 0) / single.length, aggregate_mean_k: null, scaling: null };
+    console.log(`${label.padEnd(28)} 1 stream ${row.single_tps.toFixed(1).padStart(7)} tok/s`);
+    return row;
+  }
+  const k = (xs) => (xs[0].meanK === null ? null : xs.reduce((a, b) => a + b.meanK, 0) / xs.length);
+  const row = { engine: label, single_tps: median(single.map((x) => x.tps)), aggregate_tps: median(multi.map((x) => x.tps)),
+                single_mean_k: k(single), aggregate_mean_k: k(multi) };
   row.scaling = row.aggregate_tps / row.single_tps;
+  const depth = row.single_mean_k === null ? '' : `   mean k ${row.single_mean_k.toFixed(2)} -> ${row.aggregate_mean_k.toFixed(2)}`;
   console.log(`${label.padEnd(28)} 1 stream ${row.single_tps.toFixed(1).padStart(7)} tok/s   ` +
-    `${streams} streams ${row.aggregate_tps.toFixed(1).padStart(7)} tok/s   x${row.scaling.toFixed(2)}`);
+    `${streams} streams ${row.aggregate_tps.toFixed(1).padStart(7)} tok/s   x${row.scaling.toFixed(2)}${depth}`);
   return row;
 }
 
@@ -104,6 +116,14 @@ async function main() {
       rows.push(await measure(specd, 'specd spec-off', false));
     } finally {
       await specd.stop();
+    }
+    // The same single stream on a one-sequence context: what the 4-sequence context costs it.
+    const solo = await startSpecd({ bin: specdBin, modelsDir: store, name: 'pair', target, draft, threads, numCtx,
+      env: { SPECD_NUM_PARALLEL: '1', SPECD_PROMPT_CACHE: '0' } });
+    try {
+      rows.push(await measure(solo, 'specd spec-on, --parallel 1', true, { singleOnly: true }));
+    } finally {
+      await solo.stop();
     }
     for (const [label, k] of [[`llama-server k=${draftK}`, draftK], ['llama-server no-draft', 0]]) {
       const ls = await startLlamaServer({ bin: llamaBin, target, draft, draftNMax: k, threads, numCtx: numCtx * streams,
@@ -124,6 +144,7 @@ async function main() {
     [`4 streams, specd spec-on / llama-server k=${draftK}`, by['specd spec-on'].aggregate_tps / by[`llama-server k=${draftK}`].aggregate_tps],
     ['4 streams, specd spec-off / llama-server no-draft', by['specd spec-off'].aggregate_tps / by['llama-server no-draft'].aggregate_tps],
     ['4 streams, specd spec-on / specd spec-off', by['specd spec-on'].aggregate_tps / by['specd spec-off'].aggregate_tps],
+    ['1 stream, specd spec-on on 4 sequences / on 1', by['specd spec-on'].single_tps / by['specd spec-on, --parallel 1'].single_tps],
   ];
   for (const [name, v] of ratios) console.log(`${name.padEnd(52)} ${v.toFixed(2)}x`);
 
@@ -137,9 +158,11 @@ async function main() {
     `streams of ${numPredict} tokens at temperature 0 vs one stream, ${threads} threads, median of ${runs}.`,
     'Tokens/s are wall-clock: all tokens / time from the first request to the last answer.',
     '',
-    '| engine | 1 stream tok/s | 4 streams tok/s | scaling |',
-    '|---|---|---|---|',
-    ...rows.map((r) => `| ${r.engine} | ${r.single_tps.toFixed(1)} | ${r.aggregate_tps.toFixed(1)} | ${r.scaling.toFixed(2)}x |`),
+    `| engine | 1 stream tok/s | ${streams} streams tok/s | scaling | specd mean depth, 1 -> ${streams} streams |`,
+    '|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.engine} | ${r.single_tps.toFixed(1)} | ${r.aggregate_tps?.toFixed(1) ?? '—'} | ` +
+      `${r.scaling ? `${r.scaling.toFixed(2)}x` : '—'} | ` +
+      `${r.single_mean_k === null ? '—' : `${r.single_mean_k.toFixed(2)} -> ${r.aggregate_mean_k?.toFixed(2) ?? '—'}`} |`),
     '',
     '| ratio | value |',
     '|---|---|',
