@@ -143,6 +143,8 @@ async function main() {
     ['specd spec-off, 4 streams / 1 stream', by['specd spec-off'].scaling],
     [`4 streams, specd spec-on / llama-server k=${draftK}`, by['specd spec-on'].aggregate_tps / by[`llama-server k=${draftK}`].aggregate_tps],
     ['4 streams, specd spec-off / llama-server no-draft', by['specd spec-off'].aggregate_tps / by['llama-server no-draft'].aggregate_tps],
+    ['4 streams, specd spec-on / llama-server best', by['specd spec-on'].aggregate_tps /
+      Math.max(by[`llama-server k=${draftK}`].aggregate_tps, by['llama-server no-draft'].aggregate_tps)],
     ['4 streams, specd spec-on / specd spec-off', by['specd spec-on'].aggregate_tps / by['specd spec-off'].aggregate_tps],
     ['1 stream, specd spec-on on 4 sequences / on 1', by['specd spec-on'].single_tps / by['specd spec-on, --parallel 1'].single_tps],
   ];
