@@ -13,13 +13,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { option as opt } from './options.mjs';
 import { startLlamaServer, startSpecd } from './servers.mjs';
 
-const argv = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < argv.length ? argv[i + 1] : fallback;
-};
 const specdBin = opt('specd');
 const llamaBin = opt('llama-server');
 const modelsDir = opt('models');

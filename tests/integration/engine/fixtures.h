@@ -26,6 +26,14 @@ inline std::shared_ptr<engine::Model> shared_model(const std::string & name) {
     return m;
 }
 
+// Temperature 0 (the argmax at every step), `n` tokens at most.
+inline GenerateOptions greedy(int n) {
+    GenerateOptions o;
+    o.sampling.temperature = 0;
+    o.num_predict          = n;
+    return o;
+}
+
 // One generation's text (every emitted piece, joined) and result.
 struct Output {
     std::string            text;

@@ -14,12 +14,7 @@ using namespace specd::engine;
 
 namespace {
 
-GenerateOptions greedy(int n) {
-    GenerateOptions o;
-    o.sampling.temperature = 0;
-    o.num_predict          = n;
-    return o;
-}
+using fixtures::greedy;
 
 ContextOptions ctx(int n_ctx) {
     ContextOptions c;

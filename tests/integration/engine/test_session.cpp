@@ -26,12 +26,7 @@ Output run(Session & s, const std::string & prompt, GenerateOptions opts) {
     return fixtures::generate(s, s.model().tokenize(prompt, true, true), opts);
 }
 
-GenerateOptions greedy(int n) {
-    GenerateOptions o;
-    o.sampling.temperature = 0;
-    o.num_predict          = n;
-    return o;
-}
+using fixtures::greedy;
 
 ContextOptions ctx(int n_ctx) {
     ContextOptions c;
