@@ -2,7 +2,7 @@
 # The memory soak (not part of the test run): builds specd and the test fixtures, then runs
 # tests/e2e/soak.mjs: 300 requests against one server with the prompt cache on, then off,
 # checking the ledger after every request and the growth of resident memory.
-#   usage: scripts/soak.sh [--requests N] [--window W] [--limit-mib X] [--json FILE]
+#   usage: scripts/soak.sh [--requests N] [--window W] [--limit-mib X] [--concurrency C] [--json FILE]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh

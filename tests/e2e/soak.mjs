@@ -7,7 +7,8 @@
 // is meant to grow to its budget) grows by less than --limit-mib per request, as the
 // least-squares slope over the last --window requests.
 //
-//   node tests/e2e/soak.mjs [--requests N] [--window W] [--limit-mib X] [--json FILE]
+//   node tests/e2e/soak.mjs [--requests N] [--window W] [--limit-mib X] [--concurrency C] [--json FILE]
+// --concurrency C sends the requests C at a time (the model decodes them in one batch).
 //   (SPECD_BIN and SPECD_FIXTURES as for the end-to-end tests)
 import fs from 'node:fs';
 import { fixture, startServer } from './harness.mjs';
@@ -22,6 +23,7 @@ const requests = Number(option('requests', 300));
 const window = Math.min(Number(option('window', 200)), requests);
 const limitMiB = Number(option('limit-mib', 0.25));
 const jsonOut = option('json', '');
+const concurrency = Math.max(1, Number(option('concurrency', 1)));
 
 const MiB = 1024 * 1024;
 const pairModel = { name: 'pair', from: 'pair-target.gguf', lines: [`DRAFT ${fixture('pair-draft.gguf')}`] };
@@ -34,7 +36,7 @@ async function soak(label, env) {
   const t0 = Date.now();
   try {
     await runSoak({
-      client: srv.client, url: srv.url, model: 'pair', visionModel: 'vis', n: requests,
+      client: srv.client, url: srv.url, model: 'pair', visionModel: 'vis', n: requests, concurrency,
       onSample: (i, mem, final) => {
         for (const v of ledgerViolations(mem)) violations.push(`request ${i}: ${v}`);
         samples.push({
@@ -76,7 +78,7 @@ results.push(await soak('cache off', { SPECD_PROMPT_CACHE: '0' }));
 
 const sizes = new Set();
 for (let i = 2; i < requests; i += 3) sizes.add(soakImageSize(i).join('x'));
-console.log(`\nsoak: ${requests} requests per run (${sizes.size} image sizes on the vision model); slope of (RSS - prompt cache) over the last ${window}, limit ${limitMiB} MiB/request\n`);
+console.log(`\nsoak: ${requests} requests per run, ${concurrency} at a time (${sizes.size} image sizes on the vision model); slope of (RSS - prompt cache) over the last ${window}, limit ${limitMiB} MiB/request\n`);
 console.log('| run | seconds | RSS first (MiB) | RSS last (MiB) | cache max (MiB) | slope (MiB/request) | stop / length | ledger violations | result |');
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of results) {

@@ -71,15 +71,24 @@ export async function readMemory(url) {
 }
 
 /**
- * Runs `n` requests of the mix against a server, calling `onSample(i, memory, final)` after
- * each with the ledger read right after the answer.
+ * Runs `n` requests of the mix against a server, `concurrency` at a time (a wave), calling
+ * `onSample(i, memory, final)` for each with the ledger read once its wave has been answered
+ * (so between requests: nothing of theirs may still be held).
  */
-export async function runSoak({ client, url, model, visionModel, n, onSample }) {
-  for (let i = 0; i < n; ++i) {
-    const [method, body] = soakRequest(i, model, visionModel);
-    const final = await drain(await client[method](body));
-    if (!final || final.done !== true) throw new Error(`request ${i}: no final response`);
-    await onSample(i, await readMemory(url), final);
+export async function runSoak({ client, url, model, visionModel, n, onSample, concurrency = 1 }) {
+  for (let first = 0; first < n; first += concurrency) {
+    const wave = [];
+    for (let i = first; i < Math.min(n, first + concurrency); ++i) {
+      const [method, body] = soakRequest(i, model, visionModel);
+      wave.push((async () => {
+        const final = await drain(await client[method](body));
+        if (!final || final.done !== true) throw new Error(`request ${i}: no final response`);
+        return final;
+      })());
+    }
+    const finals = await Promise.all(wave);
+    const mem = await readMemory(url);
+    for (let j = 0; j < finals.length; ++j) await onSample(first + j, mem, finals[j]);
   }
 }
 
