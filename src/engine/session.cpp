@@ -131,7 +131,7 @@ class Session::Run {
             if (next_image_ < mm_.images.size() && pos_ == mm_.images[next_image_].start) {
                 if (added > 0) break; // the image goes after this chunk's text is decoded
                 const ImageSpan & image = mm_.images[next_image_++];
-                const auto        times = s_.eval_image(slot, mm_, image, cancel);
+                const auto        times = s_.eval_image(*this, mm_, image);
                 result_.stats.image_count += 1;
                 result_.stats.image_tokens += static_cast<int32_t>(image.n_pos);
                 result_.stats.image_encode_ns += times.encode_ns;
@@ -146,7 +146,6 @@ class Session::Run {
                 if (last) logits_idx_ = idx;
             }
         }
-        batch_tokens_ = added;
         return added > 0;
     }
 
@@ -231,7 +230,6 @@ class Session::Run {
         pos0_       = static_cast<llama_pos>(slot.cached.size());
         logits_idx_ = batch.add(last_, pos0_, slot.seq, true);
         for (size_t i = 0; i < drafts_.size(); ++i) batch.add(drafts_[i], pos0_ + 1 + static_cast<llama_pos>(i), slot.seq, true);
-        batch_tokens_ = 1 + static_cast<int32_t>(drafts_.size());
         return true;
     }
 
@@ -379,7 +377,6 @@ class Session::Run {
     size_t  pos_             = 0; // the next prompt position to evaluate
     size_t  prompt_kept_     = 0; // prompt positions whose KV was reused
     size_t  next_image_      = 0;
-    int32_t batch_tokens_    = 0; // tokens this run has in the step's batch
 
     // The round in the step's batch.
     llama_token                  last_ = -1; // committed, not decoded yet
@@ -504,34 +501,30 @@ size_t Session::reuse_saved(Slot & slot, const MultimodalPrompt & mm, size_t liv
     return n;
 }
 
-Projector::EvalTimes Session::eval_image(Slot & slot, const MultimodalPrompt & prompt, const ImageSpan & image,
-                                         const std::atomic<bool> & cancel) {
+Projector::EvalTimes Session::eval_image(Run & run, const MultimodalPrompt & prompt, const ImageSpan & image) {
     // Attention over an image's tokens may be non-causal: all of them in one micro-batch (the
     // runner sizes the context for the request's largest image; llama.cpp aborts otherwise).
     if (!prompt.projector || image.n_pos > size_t(batch_.capacity())) {
         throw Error(ErrorKind::internal, "the context cannot hold an image of " + std::to_string(image.n_pos) +
                                              " tokens in one batch");
     }
-    const size_t         pos = slot.cached.size();
+    Slot &               slot = run.slot;
+    const size_t         pos  = slot.cached.size();
     Projector::EvalTimes times;
-    // The image's own decodes stop early only for its own request.
+    // The image is decoded on its own, between steps (no batch is decoding now): its
+    // decodes stop early for its own request only.
     struct Watch {
         std::vector<Run *> & in_batch;
-        std::vector<Run *>   saved;
-        Watch(std::vector<Run *> & b, Run * r) : in_batch(b), saved(std::move(b)) { in_batch = {r}; }
-        ~Watch() { in_batch = std::move(saved); }
+        ~Watch() { in_batch.clear(); }
     };
-    Run * owner = nullptr;
-    for (auto & r : runs_) {
-        if (&r->slot == &slot) owner = r.get();
-    }
     try {
-        Watch watch(in_batch_, owner);
+        in_batch_ = {&run};
+        Watch watch{in_batch_};
         times = prompt.projector->eval(image, ctx_.get(), slot.seq, static_cast<llama_pos>(pos), batch_.capacity());
     } catch (...) {
         llama_memory_seq_rm(llama_get_memory(ctx_.get()), slot.seq, -1, -1);
         slot.cached.clear();
-        if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
+        if (run.cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
         throw;
     }
     slot.cached.insert(slot.cached.end(), prompt.tokens.begin() + static_cast<std::ptrdiff_t>(pos),

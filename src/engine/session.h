@@ -134,8 +134,8 @@ class Session {
     // after its first `keep` tokens.
     void   save_live(Slot & slot, size_t keep);
     bool   restore(Slot & slot, const cache::CacheEntry & entry, size_t n_tokens);
-    Projector::EvalTimes eval_image(Slot & slot, const MultimodalPrompt & prompt, const ImageSpan & image,
-                                    const std::atomic<bool> & cancel);
+    // Evaluates one of `run`'s images into its sequence, on its own decodes.
+    Projector::EvalTimes eval_image(Run & run, const MultimodalPrompt & prompt, const ImageSpan & image);
     // The text `state` forces after `prev`, and its tokens (at most `max_tokens`) as the
     // target is likely to spell it. Empty where the grammar forces nothing.
     struct Forced {
