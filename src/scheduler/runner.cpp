@@ -199,17 +199,18 @@ void Runner::loop() {
     unload();
 }
 
+bool Runner::has_model(const GenerateRequest & req, const ContextOptions & context) const {
+    return model_ && loaded_digest_ == req.model.digest && model_->load_options().use_mmap == context.use_mmap;
+}
+
 bool Runner::needs_load(const GenerateRequest & req, const ContextOptions & context) const {
-    const bool same_model = model_ && loaded_digest_ == req.model.digest &&
-                            model_->load_options().use_mmap == context.use_mmap;
-    return !(same_model && session_ && session_->options() == context);
+    return !(has_model(req, context) && session_ && session_->options() == context);
 }
 
 void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done) {
     if (!needs_load(req, context)) return;
     const engine::ModelLoadOptions load_opts{context.use_mmap, req.model.adapters};
-    const bool same_model = model_ && loaded_digest_ == req.model.digest &&
-                            model_->load_options().use_mmap == load_opts.use_mmap;
+    const bool same_model = has_model(req, context);
 
     const int64_t t0 = now_ns();
     if (session_) session_->park(); // its sequences may serve a later prompt

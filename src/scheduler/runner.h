@@ -97,6 +97,8 @@ class Runner {
     void  finish(Active & a, Event last);
     void  apply_keep_alive(const Job & job);
     void  embed(Job & job, DoneInfo & done); // the request's inputs, on this thread's embedder
+    // The request's model is loaded with these load options (the session may still differ).
+    bool  has_model(const GenerateRequest & req, const ContextOptions & context) const;
     bool  needs_load(const GenerateRequest & req, const ContextOptions & context) const;
     void  ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done);
     void  unload();
