@@ -1,9 +1,8 @@
 // JSON Schema -> GBNF checked by llama.cpp's real grammar sampler: per schema, texts that
 // must be accepted and texts that must not (the table style of llama.cpp's
 // tests/test-grammar-integration.cpp). Runs on the phi-3 fixture's vocabulary.
-#include "../engine/fixtures.h"
 #include "grammar/json_schema.h"
-#include "grammar_probe.h"
+#include "grammar_table.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -11,14 +10,10 @@
 #include <chrono>
 
 using namespace specd;
-using grammar_test::GrammarProbe;
+using grammar_test::check_gbnf;
+using grammar_test::probe;
 
 namespace {
-
-const GrammarProbe & probe() {
-    static const GrammarProbe p(fixtures::shared_model("tiny.gguf")->vocab());
-    return p;
-}
 
 struct Case {
     std::string              name;
@@ -26,18 +21,6 @@ struct Case {
     std::vector<std::string> pass;
     std::vector<std::string> fail;
 };
-
-void check_gbnf(const std::string & name, const std::string & gbnf, const std::vector<std::string> & pass,
-                const std::vector<std::string> & fail, bool pass_must_be_json = true) {
-    SCOPED_TRACE(name);
-    auto g = probe().compile(gbnf);
-    ASSERT_TRUE(g) << "llama.cpp rejected the grammar:\n" << gbnf;
-    for (const auto & text : pass) {
-        if (pass_must_be_json) EXPECT_TRUE(nlohmann::json::accept(text)) << "test table error, not JSON: " << text;
-        EXPECT_TRUE(probe().accepts(g.get(), text)) << "rejected: " << text << "\n" << gbnf;
-    }
-    for (const auto & text : fail) EXPECT_FALSE(probe().accepts(g.get(), text)) << "accepted: " << text << "\n" << gbnf;
-}
 
 void check(const Case & c) {
     std::string gbnf;

@@ -1,30 +1,21 @@
 // think + format: the composed grammar (reasoning block, end tag, separator, then the
 // format's JSON) checked with llama.cpp's own grammar sampler, table-driven.
-#include "../engine/fixtures.h"
 #include "core/error.h"
 #include "grammar/json_schema.h"
 #include "grammar/thinking_grammar.h"
-#include "grammar_probe.h"
+#include "grammar_table.h"
 
 #include <gtest/gtest.h>
 
 using namespace specd;
-using grammar_test::GrammarProbe;
+using grammar_test::probe;
 
 namespace {
 
-const GrammarProbe & probe() {
-    static const GrammarProbe p(fixtures::shared_model("tiny.gguf")->vocab());
-    return p;
-}
-
+// The composed texts are reasoning plus JSON, not JSON.
 void check(const std::string & name, const std::string & gbnf, const std::vector<std::string> & pass,
            const std::vector<std::string> & fail) {
-    SCOPED_TRACE(name);
-    auto g = probe().compile(gbnf);
-    ASSERT_TRUE(g) << "llama.cpp rejected the grammar:\n" << gbnf;
-    for (const auto & text : pass) EXPECT_TRUE(probe().accepts(g.get(), text)) << "rejected: " << text << "\n" << gbnf;
-    for (const auto & text : fail) EXPECT_FALSE(probe().accepts(g.get(), text)) << "accepted: " << text << "\n" << gbnf;
+    grammar_test::check_gbnf(name, gbnf, pass, fail, /*pass_must_be_json=*/false);
 }
 
 grammar::ThinkingBlock qwen(std::optional<int64_t> budget) {
