@@ -34,11 +34,9 @@ ContextOptions ctx(int n_ctx = 512) {
 }
 
 GenerateOptions constrained(int n, std::optional<int> fixed_k, const std::string & gbnf = k_bbox_gbnf) {
-    GenerateOptions o;
-    o.sampling.temperature = 0;
-    o.num_predict          = n;
-    o.draft_fixed_k        = fixed_k;
-    o.grammar              = gbnf;
+    GenerateOptions o = fixtures::greedy(n);
+    o.draft_fixed_k   = fixed_k;
+    o.grammar         = gbnf;
     return o;
 }
 

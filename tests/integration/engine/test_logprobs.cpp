@@ -43,11 +43,9 @@ ContextOptions ctx() {
 }
 
 GenerateOptions greedy(int n, int fixed_k, int n_top) {
-    GenerateOptions o;
-    o.sampling.temperature = 0;
-    o.num_predict          = n;
-    o.draft_fixed_k        = fixed_k;
-    o.logprobs             = n_top;
+    GenerateOptions o = fixtures::greedy(n);
+    o.draft_fixed_k   = fixed_k;
+    o.logprobs        = n_top;
     return o;
 }
 

@@ -20,12 +20,7 @@ ContextOptions ctx() {
     return c;
 }
 
-GenerateOptions greedy(int n) {
-    GenerateOptions o;
-    o.sampling.temperature = 0;
-    o.num_predict          = n;
-    return o;
-}
+using fixtures::greedy;
 
 // A prompt of well over k_save_min_lost tokens, distinct per `topic`.
 std::string long_prompt(const std::string & topic) {

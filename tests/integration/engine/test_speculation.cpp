@@ -31,10 +31,8 @@ ContextOptions ctx(int n_ctx = 512) {
 }
 
 GenerateOptions greedy(int n, std::optional<int> fixed_k) {
-    GenerateOptions o;
-    o.sampling.temperature = 0;
-    o.num_predict          = n;
-    o.draft_fixed_k        = fixed_k;
+    GenerateOptions o = fixtures::greedy(n);
+    o.draft_fixed_k   = fixed_k;
     return o;
 }
 

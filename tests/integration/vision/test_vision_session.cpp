@@ -43,10 +43,8 @@ ImagePtr image(int seed, int w = 48, int h = 40) {
 }
 
 GenerateOptions greedy(int n, std::optional<int> fixed_k = std::nullopt) {
-    GenerateOptions o;
-    o.sampling.temperature = 0;
-    o.num_predict          = n;
-    o.draft_fixed_k        = fixed_k;
+    GenerateOptions o = fixtures::greedy(n);
+    o.draft_fixed_k   = fixed_k;
     return o;
 }
 
