@@ -337,6 +337,7 @@ void Server::register_routes() {
             // Ollama shows a far-future time for models kept forever.
             j["expires_at"] = m.expires_at ? format_time(*m.expires_at) : "2318-01-01T00:00:00Z";
             j["parallel"]   = m.parallel; // specd's: sequences decoded together (continuous batching)
+            j["threads"]    = {{"decode", m.threads}, {"batch", m.threads_batch}, {"draft", m.draft_threads}};
             j["memory"]     = std::move(breakdown);
             models.push_back(std::move(j));
         }

@@ -48,12 +48,20 @@ DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint3
     cp.n_batch              = batch_.capacity();
     cp.n_ubatch             = batch_.capacity();
     cp.n_seq_max            = 1;
-    cp.n_threads = cp.n_threads_batch = 1; // drafts are small and latency-bound; see Session
+    cp.n_threads = cp.n_threads_batch = 1; // until use_threads(): the session measures the draft's
     CreatedContext created = create_context(*model_, cp, "cannot create the draft model's context");
     ctx_                   = std::move(created.ctx);
     memory_                = created.bytes;
     const llama_token nl = llama_vocab_nl(model_->vocab());
     filler_              = nl != LLAMA_TOKEN_NULL ? nl : 0;
+}
+
+std::optional<ThreadChoice> DraftModel::measure_threads(ThreadPools & pools, std::span<const int32_t> candidates) {
+    return calibrate_threads(ctx_.get(), pools, 0, 0, filler_, candidates);
+}
+
+void DraftModel::use_threads(ThreadPools & pools, const ThreadChoice & choice) {
+    pools.attach(ctx_.get(), choice.n_threads, choice.n_threads_batch);
 }
 
 std::optional<cache::SeqState> DraftModel::save_state(size_t max_bytes) {

@@ -5,6 +5,7 @@
 #include "cache/prompt_cache.h"
 #include "core/options.h"
 #include "engine/context_memory.h"
+#include "engine/cpu_threads.h"
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
@@ -31,6 +32,11 @@ class DraftModel final : public spec::Drafter {
     // grammar is not cut, and its distribution q is the masked one the target compares with.
     spec::Proposal propose(std::span<const spec::token_id> history, int k, spec::Rng & rng,
                            const grammar::Constraint * constraint) override;
+
+    // Thread counts: timed on this draft's own context (before its first proposal, while it
+    // holds nothing), or taken as given. The pools must outlive this draft.
+    std::optional<ThreadChoice> measure_threads(ThreadPools & pools, std::span<const int32_t> candidates);
+    void                        use_threads(ThreadPools & pools, const ThreadChoice & choice);
 
     const Model & model() const { return *model_; }
     const ContextBytes & memory() const { return memory_; }

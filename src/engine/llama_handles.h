@@ -2,6 +2,7 @@
 // Owning handles for every llama.cpp / mtmd / gguf C object specd uses. Nothing else in the
 // code base calls a *_free function directly.
 #include <ggml-cpp.h> // ggml_context_ptr: metadata-only tensor contexts of GGUF headers
+#include <ggml-cpu.h> // ggml_threadpool
 #include <gguf.h>
 #include <llama-cpp.h>
 #include <llama.h>
@@ -27,6 +28,11 @@ struct adapter_lora_deleter {
     void operator()(llama_adapter_lora * adapter) const { llama_adapter_lora_free(adapter); }
 };
 using adapter_lora_ptr = std::unique_ptr<llama_adapter_lora, adapter_lora_deleter>;
+
+struct threadpool_deleter {
+    void operator()(ggml_threadpool * pool) const { ggml_threadpool_free(pool); }
+};
+using threadpool_ptr = std::unique_ptr<ggml_threadpool, threadpool_deleter>;
 
 struct gguf_deleter {
     void operator()(gguf_context * ctx) const { gguf_free(ctx); }

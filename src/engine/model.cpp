@@ -97,6 +97,16 @@ const grammar::VocabIndex & Model::vocab_index() const {
     return *vocab_index_;
 }
 
+std::optional<ThreadChoice> Model::measured_threads() const {
+    std::lock_guard lock(threads_mu_);
+    return measured_threads_;
+}
+
+void Model::set_measured_threads(const ThreadChoice & choice) {
+    std::lock_guard lock(threads_mu_);
+    measured_threads_ = choice;
+}
+
 std::string Model::token_piece(llama_token token) const {
     char    buf[256];
     int32_t n = llama_token_to_piece(vocab_, token, buf, sizeof buf, 0, /*special=*/false);

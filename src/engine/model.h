@@ -1,5 +1,6 @@
 #pragma once
 // A loaded model: weights, vocabulary and the metadata read from its GGUF header.
+#include "engine/cpu_threads.h"
 #include "engine/gguf_info.h"
 #include "engine/llama_handles.h"
 #include "grammar/vocab_index.h"
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +51,11 @@ class Model {
     // Its bytes once built, 0 before.
     size_t vocab_index_bytes() const { return vocab_index_bytes_.load(std::memory_order_acquire); }
 
+    // The thread counts measured for this model on this machine (cpu_threads), kept so that
+    // a new session on it does not time them again; nullopt until measured.
+    std::optional<ThreadChoice> measured_threads() const;
+    void                        set_measured_threads(const ThreadChoice & choice);
+
   private:
     Model() = default;
 
@@ -62,6 +69,8 @@ class Model {
     mutable std::once_flag                               vocab_index_once_;
     mutable std::unique_ptr<const grammar::VocabIndex>   vocab_index_;
     mutable std::atomic<size_t>                          vocab_index_bytes_{0};
+    mutable std::mutex                                   threads_mu_;
+    std::optional<ThreadChoice>                          measured_threads_;
 };
 
 // Bytes of memory available to new allocations (MemAvailable), or 0 when unknown.

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
-#include <thread>
 
 namespace specd::engine {
 
@@ -54,14 +53,11 @@ int32_t clamp_ctx(int32_t requested, int32_t trained) {
     return requested;
 }
 
-// One thread per core, except for very small models: a decode step of a few MB of weights is
-// shorter than the threads' barrier, and on a busy machine a descheduled worker stalls every
-// step (measured on the 17 MB test model, 2 cores, other work running: 1 thread ~1500-3000
-// tokens/s, 2 threads 5-20 tokens/s).
-int32_t default_threads(const Model & model) {
-    constexpr uint64_t small_model_bytes = 256ull << 20;
-    if (model.size_bytes() < small_model_bytes) return 1;
-    return static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+// Rechecking the thread count times decodes after a live sequence's tokens and removes them
+// again: only memory that can drop its last positions allows that.
+bool can_recheck_threads(const Model & model) {
+    const llama_model * m = model.get();
+    return !llama_model_is_recurrent(m) && !llama_model_is_hybrid(m) && llama_model_n_swa(m) == 0;
 }
 
 } // namespace
@@ -408,7 +404,8 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     if (n_seq < 1 || n_seq > k_max_parallel) {
         throw bad_request("parallel sequences must be between 1 and " + std::to_string(k_max_parallel));
     }
-    const int32_t n_threads = opts.num_thread > 0 ? opts.num_thread : default_threads(*model_);
+    // Until choose_threads() below: all of them, or the user's count.
+    const int32_t n_threads = opts.num_thread > 0 ? opts.num_thread : usable_cpus();
 
     // One KV cache for all sequences (llama.cpp's unified KV): a batch may then mix a long
     // prompt chunk with single-token rounds in one micro-batch. Each sequence is held to
@@ -439,6 +436,61 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
         if (slot->draft) slot->drafters.add(slot->draft.get());
         slots_.push_back(std::move(slot));
     }
+    choose_threads();
+}
+
+// Thread counts by measurement: the target's on its first sequence and the draft's on the
+// first draft context, while both hold nothing. num_thread, when set, is the target's count
+// and a cap on the draft's. A model measured before (an earlier session) is not timed again.
+void Session::choose_threads() {
+    const auto measured = [&](Model & model, auto && measure) -> ThreadChoice {
+        if (model.size_bytes() < k_unmeasured_model_bytes) return {.n_threads = 1, .n_threads_batch = 1};
+        if (auto known = model.measured_threads()) return *known;
+        const std::vector<int32_t> candidates = thread_candidates(usable_cpus());
+        std::optional<ThreadChoice> c = measure(std::span<const int32_t>(candidates));
+        if (!c) return {.n_threads = candidates.front(), .n_threads_batch = candidates.front()};
+        model.set_measured_threads(*c);
+        return *c;
+    };
+    const int32_t user = opts_.num_thread;
+    if (user > 0) threads_ = {.n_threads = user, .n_threads_batch = user};
+    else {
+        threads_ = measured(*model_, [&](std::span<const int32_t> candidates) {
+            return calibrate_threads(ctx_.get(), pools_, 0, 0, 0, candidates);
+        });
+    }
+    pools_.attach(ctx_.get(), threads_.n_threads, threads_.n_threads_batch);
+    if (user <= 0 && !threads_.decode.empty() && can_recheck_threads(*model_)) {
+        drift_.emplace(chosen_step_s(threads_));
+    }
+
+    if (!draft_model_) return;
+    DraftModel & first = *slots_.front()->draft;
+    draft_threads_     = measured(*draft_model_, [&](std::span<const int32_t> candidates) {
+        return first.measure_threads(pools_, candidates);
+    });
+    if (user > 0) {
+        draft_threads_.n_threads       = std::min(draft_threads_.n_threads, user);
+        draft_threads_.n_threads_batch = std::min(draft_threads_.n_threads_batch, user);
+    }
+    for (auto & slot : slots_) slot->draft->use_threads(pools_, draft_threads_);
+}
+
+// The target's one-token steps have drifted from what was measured: time the counts again,
+// after the tokens of a sequence (no request's KV is touched: the timed tokens are removed).
+void Session::recheck_threads() {
+    drift_.reset();
+    Slot & slot = *slots_.front();
+    const std::vector<int32_t> candidates = thread_candidates(usable_cpus());
+    if (auto c = calibrate_threads(ctx_.get(), pools_, slot.seq, static_cast<llama_pos>(slot.cached.size()), 0,
+                                   candidates)) {
+        threads_ = *c;
+        model_->set_measured_threads(*c);
+        std::fprintf(stderr, "specd: a %s model's decode step time drifted; threads now %s\n",
+                     model_->info().architecture.c_str(), describe(*c).c_str());
+    }
+    pools_.attach(ctx_.get(), threads_.n_threads, threads_.n_threads_batch);
+    drift_.emplace(chosen_step_s(threads_));
 }
 
 Session::~Session() = default;
@@ -621,6 +673,10 @@ std::vector<SeqFinished> Session::step() {
     for (auto & r : runs_) {
         if (!r->ended() && r->cancel.load()) r->error = std::make_exception_ptr(Error(ErrorKind::cancelled, "request cancelled"));
     }
+    if (recheck_due_) {
+        recheck_due_ = false;
+        recheck_threads();
+    }
 
     // 1. Rounds first (each is 1 + forced + drafts tokens), then prompt chunks in the room
     // left: small ones while streams are running, so that those keep flowing.
@@ -647,6 +703,8 @@ std::vector<SeqFinished> Session::step() {
         const int32_t rc    = llama_decode(ctx_.get(), batch_.get());
         const int64_t t_dec = now_ns() - t0;
         in_batch_.clear();
+        // One-token steps are what calibration timed: they tell when it no longer holds.
+        if (drift_ && batch_.size() == 1 && drift_->observe(double(t_dec) / 1e9)) recheck_due_ = true;
         if (rc != 0) {
             fail_batch(in_batch, std::make_exception_ptr(
                                      Error(ErrorKind::internal, "llama_decode failed (" + std::to_string(rc) + ")")));

@@ -7,6 +7,7 @@
 #include "core/logprobs.h"
 #include "core/options.h"
 #include "engine/context_memory.h"
+#include "engine/cpu_threads.h"
 #include "engine/draft_model.h"
 #include "engine/forced_speller.h"
 #include "engine/generation_output.h"
@@ -20,6 +21,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -109,6 +111,9 @@ class Session {
     // llama.cpp may allocate a little more (it pads), but limits apply to this number.
     uint32_t               n_ctx() const { return n_ctx_; }
     int32_t                n_threads() const { return llama_n_threads(ctx_.get()); }
+    // The thread counts the target and the draft decode with, and how they were chosen.
+    const ThreadChoice &   threads() const { return threads_; }
+    const ThreadChoice &   draft_threads() const { return draft_threads_; }
 
     // What the depth controller carries from one request to the next on this model.
     const spec::DepthPrior & depth_prior() const { return prior_; }
@@ -144,12 +149,15 @@ class Session {
     };
     Forced forced_tokens(const grammar::Constraint & state, llama_token prev, int max_tokens);
     void   shift_context(Slot & slot, int32_t n_keep);
+    void   choose_threads();
+    void   recheck_threads();
     static bool abort_step(void * session);
 
     std::shared_ptr<Model>             model_;
     std::shared_ptr<Model>             draft_model_;
     ContextOptions                     opts_;
     uint32_t                           n_ctx_ = 0; // per sequence
+    ThreadPools                        pools_; // before every context: outlives them
     context_ptr                        ctx_;
     Batch                              batch_;
     std::vector<std::unique_ptr<Slot>> slots_;
@@ -162,6 +170,10 @@ class Session {
     ForcedSpeller                      speller_; // learns how the target spells forced text
     PromptCacheLink                    cache_;
     SessionMemory                      memory_;
+    ThreadChoice                       threads_;
+    ThreadChoice                       draft_threads_;
+    std::optional<StepDrift>           drift_; // set while the target's count is a measured one
+    bool                               recheck_due_ = false;
 };
 
 // The Ollama truncation rule: keep the first `num_keep` tokens, drop the oldest of the rest

@@ -10,6 +10,7 @@
 #include "templates/ollama_prompt.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <climits>
 
 namespace specd::scheduler {
@@ -240,6 +241,8 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
     session_   = std::make_unique<engine::Session>(model_, context, draft_, std::move(link), n_seq_);
     done.load_ns += now_ns() - t0;
     account_model();
+    std::fprintf(stderr, "specd: %s: %s%s\n", req.model.name.c_str(), engine::describe(session_->threads()).c_str(),
+                 draft_ ? ("; draft " + engine::describe(session_->draft_threads())).c_str() : "");
 
     LoadedInfo info;
     info.name               = req.model.name;
@@ -251,6 +254,9 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
     info.parameter_size     = engine::format_parameter_count(model_->info().n_params);
     info.quantization_level = model_->info().file_type;
     info.memory_owner       = memory_owner_.owner().id;
+    info.threads            = session_->threads().n_threads;
+    info.threads_batch      = session_->threads().n_threads_batch;
+    info.draft_threads      = draft_ ? session_->draft_threads().n_threads : 0;
     std::lock_guard lock(mu_);
     info_ = info;
 }

@@ -53,6 +53,11 @@ struct LoadedInfo {
     std::string                                        parameter_size;
     std::string                                        quantization_level;
     uint64_t                                           memory_owner = 0; // its owner id in the ledger
+    // CPU threads (measured at load unless num_thread set them): one-token steps, batches,
+    // and the draft model's one-token steps (0: no draft model).
+    int32_t                                            threads = 0;
+    int32_t                                            threads_batch = 0;
+    int32_t                                            draft_threads = 0;
 };
 
 struct RunnerConfig {

@@ -1,0 +1,147 @@
+#include "engine/cpu_threads.h"
+
+#include <ggml-cpu.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sched.h>
+#include <thread>
+
+namespace specd::engine {
+
+namespace {
+
+// The batch timed for n_threads_batch: about a verify round (last token + drafts).
+constexpr int32_t k_batch_tokens = 8;
+// Timed repetitions per count: as many as fit this budget after a warm-up step, within bounds.
+constexpr double k_budget_s = 0.04;
+constexpr int    k_reps_min = 3;
+constexpr int    k_reps_max = 9;
+// A model whose one-token step is slower than this is not timed on batches too: its batches
+// use the decode count (both are bound by reading the weights).
+constexpr double k_batch_skip_s = 0.05;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// Median seconds of one decode of `n_tokens` at `n_threads`, or nullopt when a decode failed.
+std::optional<double> time_decode(llama_context * ctx, ThreadPools & pools, Batch & batch, int32_t n_threads,
+                                  int32_t n_tokens, llama_seq_id seq, llama_pos pos0, llama_token filler) {
+    pools.attach(ctx, n_threads, n_threads);
+    llama_set_n_threads(ctx, n_threads, n_threads);
+    llama_memory_t      mem = llama_get_memory(ctx);
+    std::vector<double> samples;
+    int                 reps = 1; // the warm-up step decides how many follow
+    for (int r = 0; r <= reps; ++r) {
+        batch.clear();
+        for (int32_t i = 0; i < n_tokens; ++i) batch.add(filler, pos0 + i, seq, i + 1 == n_tokens);
+        const auto    t0 = std::chrono::steady_clock::now();
+        const int32_t rc = llama_decode(ctx, batch.get());
+        const double  dt = seconds_since(t0);
+        llama_memory_seq_rm(mem, seq, pos0, -1);
+        if (rc != 0) return std::nullopt;
+        if (r == 0) reps = std::clamp(int(k_budget_s / std::max(dt, 1e-6)), k_reps_min, k_reps_max);
+        else samples.push_back(dt);
+    }
+    return median(std::move(samples));
+}
+
+// Times `candidates` from the largest down, stopping once fewer threads are clearly slower.
+std::optional<std::vector<ThreadTiming>> time_counts(llama_context * ctx, ThreadPools & pools, Batch & batch,
+                                                     std::span<const int32_t> candidates, int32_t n_tokens,
+                                                     llama_seq_id seq, llama_pos pos0, llama_token filler) {
+    std::vector<ThreadTiming> out;
+    for (int32_t n : candidates) {
+        const auto t = time_decode(ctx, pools, batch, n, n_tokens, seq, pos0, filler);
+        if (!t) return std::nullopt;
+        out.push_back({n, *t});
+        if (!worth_going_lower(out)) break;
+    }
+    return out;
+}
+
+std::string timings_text(const std::vector<ThreadTiming> & timings) {
+    std::string s;
+    for (const ThreadTiming & t : timings) {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "%s%d: %.2f ms", s.empty() ? "" : ", ", t.n_threads, t.step_s * 1e3);
+        s += buf;
+    }
+    return s;
+}
+
+} // namespace
+
+int32_t usable_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+ggml_threadpool * ThreadPools::get(int32_t n_threads) {
+    n_threads        = std::max(1, n_threads);
+    threadpool_ptr & pool = pools_[n_threads];
+    if (!pool) {
+        ggml_threadpool_params params = ggml_threadpool_params_default(n_threads);
+        pool.reset(ggml_threadpool_new(&params));
+    }
+    return pool.get();
+}
+
+void ThreadPools::attach(llama_context * ctx, int32_t n_threads, int32_t n_threads_batch) {
+    llama_attach_threadpool(ctx, get(n_threads), get(n_threads_batch));
+    llama_set_n_threads(ctx, n_threads, n_threads_batch);
+}
+
+std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools & pools, llama_seq_id seq,
+                                              llama_pos pos0, llama_token filler,
+                                              std::span<const int32_t> candidates) {
+    const int32_t prev_threads = llama_n_threads(ctx), prev_batch = llama_n_threads_batch(ctx);
+    Batch         batch(k_batch_tokens, 1);
+    ThreadChoice  choice;
+    auto decode = time_counts(ctx, pools, batch, candidates, 1, seq, pos0, filler);
+    if (!decode) {
+        pools.attach(ctx, prev_threads, prev_batch);
+        return std::nullopt;
+    }
+    choice.decode    = std::move(*decode);
+    choice.n_threads = fastest_threads(choice.decode);
+    double best_step = choice.decode.front().step_s;
+    for (const ThreadTiming & t : choice.decode) best_step = std::min(best_step, t.step_s);
+    choice.n_threads_batch = choice.n_threads;
+    if (best_step < k_batch_skip_s) {
+        auto timed = time_counts(ctx, pools, batch, candidates, k_batch_tokens, seq, pos0, filler);
+        if (timed) {
+            choice.batch           = std::move(*timed);
+            choice.n_threads_batch = fastest_threads(choice.batch);
+        }
+    }
+    pools.attach(ctx, choice.n_threads, choice.n_threads_batch);
+    return choice;
+}
+
+double chosen_step_s(const ThreadChoice & choice) {
+    for (const ThreadTiming & t : choice.decode) {
+        if (t.n_threads == choice.n_threads) return t.step_s;
+    }
+    return 0.0;
+}
+
+std::string describe(const ThreadChoice & choice) {
+    std::string s = std::to_string(choice.n_threads) + (choice.n_threads == 1 ? " thread" : " threads");
+    if (choice.decode.empty()) return s + ", batch " + std::to_string(choice.n_threads_batch) + " (not measured)";
+    s += " (" + timings_text(choice.decode) + ")";
+    s += ", batch " + std::to_string(choice.n_threads_batch);
+    if (!choice.batch.empty()) s += " (" + timings_text(choice.batch) + " per " + std::to_string(k_batch_tokens) + " tokens)";
+    return s;
+}
+
+} // namespace specd::engine

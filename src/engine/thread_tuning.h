@@ -1,0 +1,54 @@
+#pragma once
+// How many CPU threads a context decodes with, chosen by measuring rather than by a rule of
+// thumb: the pure part (which counts to try, which measurement wins, when to look again).
+// The timed decodes themselves are in cpu_threads.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace specd::engine {
+
+// The thread counts worth timing on a machine with `n_cpus` usable CPUs: 1, the powers of two
+// below n_cpus, and n_cpus itself, largest first (calibration stops going down once a count
+// is clearly slower).
+std::vector<int32_t> thread_candidates(int32_t n_cpus);
+
+struct ThreadTiming {
+    int32_t n_threads = 0;
+    double  step_s    = 0.0; // median seconds of one timed decode
+};
+
+// The count with the shortest step; a count within `tie` (relative) of the fastest loses to
+// a smaller one, which leaves CPU to everything else for no measurable cost. 0 when empty.
+int32_t fastest_threads(std::span<const ThreadTiming> timings, double tie = 0.03);
+
+// Whether timing a smaller count is still worth it: once a count is this much slower than
+// the best so far, fewer threads will not win (decode time falls and then flattens as
+// threads are added).
+bool worth_going_lower(std::span<const ThreadTiming> timings, double margin = 0.25);
+
+// Watches one-token decode steps at the chosen count and says when they have drifted from
+// what calibration measured (another process took the CPUs, or left them), so the choice is
+// measured again. Pure: times in, a verdict out.
+class StepDrift {
+  public:
+    // `reference_s`: the calibrated step time; `tolerance`: the relative change that counts
+    // as drift once `min_steps` steps have been averaged.
+    explicit StepDrift(double reference_s, double tolerance = 0.35, int min_steps = 64);
+
+    // One observed one-token step; true when the recent mean is outside the tolerance (the
+    // caller measures again and starts a new StepDrift from the new reference).
+    bool observe(double step_s);
+
+    double reference() const { return reference_s_; }
+    double recent() const { return mean_; }
+
+  private:
+    double reference_s_;
+    double tolerance_;
+    int    min_steps_;
+    int    steps_ = 0;
+    double mean_  = 0.0; // exponentially weighted, over about min_steps steps
+};
+
+} // namespace specd::engine
