@@ -4,6 +4,7 @@
 
 #include "gguf_writer.h"
 #include "llama_layout.h"
+#include "model_quantize.h"
 #include "pair_calibration.h"
 #include "weight_rng.h"
 
@@ -13,6 +14,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -28,7 +30,7 @@ const char * const usage_text =
     "usage:\n"
     "  specd-testmodel --vocab FILE --out FILE [model options]\n"
     "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
-    "                  [--extra-layers N] [model options]\n"
+    "                  [--extra-layers N] [--draft-type TYPE] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "  specd-testmodel projector --type gemma3 --n-embd-text N --out FILE [projector options]\n"
     "  specd-testmodel lora --out FILE [--rank N] [--alpha A] [model options]\n"
@@ -51,7 +53,9 @@ const char * const usage_text =
     "adds --extra-layers (default 2) layers whose outputs are scaled by alpha. alpha is\n"
     "calibrated with libllama until the greedy choices of the two agree on a fraction P\n"
     "(0..1) of teacher-forced positions; --alpha A skips the calibration. The measured\n"
-    "agreement is printed.\n"
+    "agreement is printed. --draft-type q8_0|q4_0|q4_k|f16 quantizes the draft (before the\n"
+    "calibration, which then measures the quantized draft), so that it costs a few percent of\n"
+    "the target's step, as a real draft does.\n"
     "\n"
     "agreement mode: prints the measured agreement of two existing models.\n"
     "\n"
@@ -101,7 +105,7 @@ cli_options parse_cli(int argc, char ** argv) {
     };
     static const std::map<std::string_view, names> mode_options = {
         {"", {"--vocab", "--out"}},
-        {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha"}},
+        {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha", "--draft-type"}},
         {"agreement", {"--draft", "--target", "--seed"}},
         {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
                        "--n-layer", "--n-head", "--n-ff", "--seed"}},
@@ -239,6 +243,11 @@ int run_pair(const cli_options & opts) {
     }
 
     describe(draft_path, model_write(draft_path, vocab, draft), vocab, draft);
+    if (opts.has("--draft-type")) {
+        model_quantize_in_place(draft_path, opts.values.at("--draft-type"));
+        std::printf("quantized %s to %s: %llu bytes\n", draft_path.c_str(), opts.values.at("--draft-type").c_str(),
+                    (unsigned long long) std::filesystem::file_size(draft_path));
+    }
 
     // Same seed and tensor names, so the target's embeddings, output and first n_layer
     // layers are bit-identical to the draft's; only the extra layers differ.
