@@ -40,9 +40,21 @@ if(SPECD_LLAMA_DIR)
   return()
 endif()
 
+# ggml's CPU threading: OpenMP (upstream's default) or its own thread pool. The thread
+# sanitizer does not understand libgomp, so tsan builds always use ggml's own pool.
+set(SPECD_LLAMA_OPENMP "OFF" CACHE STRING "Build the pinned llama.cpp with OpenMP (ON/OFF)")
+set(_openmp ${SPECD_LLAMA_OPENMP})
+if(SPECD_SANITIZE MATCHES "thread")
+  set(_openmp OFF)
+endif()
+
 # scripts/llama.sh's BUILD_CONFIG: a prefix staged with other flags (an older cache, e.g.
 # without TLS) is not used, whoever named it; the pinned one is prepared instead.
-set(_want_config "tls")
+if(_openmp)
+  set(_want_config "tls-omp")
+else()
+  set(_want_config "tls")
+endif()
 set(_have_config "")
 if(SPECD_LLAMA_PREFIX AND EXISTS ${SPECD_LLAMA_PREFIX}/CONFIG)
   file(STRINGS ${SPECD_LLAMA_PREFIX}/CONFIG _have_config LIMIT_COUNT 1)
@@ -56,8 +68,13 @@ if(SPECD_LLAMA_PREFIX AND NOT _have_config STREQUAL _want_config)
 endif()
 if(NOT SPECD_LLAMA_PREFIX)
   message(STATUS "specd: preparing the pinned llama.cpp (cached after the first time)")
+  if(_openmp)
+    set(_llama_env SPECD_LLAMA_OPENMP=ON)
+  else()
+    set(_llama_env SPECD_LLAMA_OPENMP=OFF)
+  endif()
   execute_process(
-    COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/llama.sh build
+    COMMAND ${CMAKE_COMMAND} -E env ${_llama_env} bash ${CMAKE_SOURCE_DIR}/scripts/llama.sh build
     OUTPUT_VARIABLE _prefix OUTPUT_STRIP_TRAILING_WHITESPACE
     RESULT_VARIABLE _rc)
   if(NOT _rc EQUAL 0)
@@ -82,6 +99,10 @@ list(TRANSFORM _libs PREPEND specd_llama_)
 # resolves that without listing them twice.
 target_link_libraries(specd_llama INTERFACE
   "$<LINK_GROUP:RESCAN,${_libs}>" OpenSSL::SSL OpenSSL::Crypto Threads::Threads ${CMAKE_DL_LIBS})
+if(_openmp)
+  find_package(OpenMP REQUIRED)
+  target_link_libraries(specd_llama INTERFACE OpenMP::OpenMP_CXX)
+endif()
 target_compile_definitions(specd_llama INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT)
 target_include_directories(specd_llama SYSTEM INTERFACE
   ${_p}/include ${_p}/include/common ${_p}/include/mtmd ${_p}/vendor ${_p}/vendor/cpp-httplib)

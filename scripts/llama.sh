@@ -18,7 +18,14 @@ source "$here/llama.pin"
 cache_root="${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}"
 # Bump when the cmake flags below change what the libraries contain. "tls": cpp-httplib built
 # with OpenSSL (LLAMA_OPENSSL=ON), which https pulls need; cmake/llama.cmake checks it.
-BUILD_CONFIG="tls"
+# SPECD_LLAMA_OPENMP=ON|OFF chooses ggml's CPU threading (OpenMP is upstream's default);
+# the choice is part of the key ("tls-omp" / "tls"), so both builds can sit side by side.
+openmp="${SPECD_LLAMA_OPENMP:-OFF}"
+case "$openmp" in
+  ON)  BUILD_CONFIG="tls-omp" ;;
+  OFF) BUILD_CONFIG="tls" ;;
+  *) echo "[llama.sh] SPECD_LLAMA_OPENMP must be ON or OFF, not '$openmp'" >&2; exit 2 ;;
+esac
 key="llama-${LLAMA_COMMIT}-${BUILD_CONFIG}"
 src_dir="$cache_root/llama-${LLAMA_COMMIT}/src"
 build_dir="$cache_root/$key/build"
@@ -72,7 +79,7 @@ build_libs() {
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_MTMD=ON -DLLAMA_OPENSSL=ON \
-    -DGGML_NATIVE=ON -DGGML_OPENMP=OFF \
+    -DGGML_NATIVE=ON -DGGML_OPENMP="$openmp" \
     -DCMAKE_INSTALL_PREFIX="$prefix" >&2
   cmake --build "$build_dir" -j "$jobs" --target llama ggml ggml-base ggml-cpu llama-common llama-common-base mtmd cpp-httplib >&2
   # find_package(OpenSSL) failing only warns upstream and builds cpp-httplib without TLS.
@@ -103,21 +110,26 @@ stage_prefix() {
   echo "$BUILD_CONFIG" > "$prefix/CONFIG"
 }
 
-# llama-server from the same tree, only for the benchmarks' side-by-side runs.
+# llama-server from the same tree, only for the benchmarks' side-by-side runs, built as its
+# users build it: upstream's default options (OpenMP, native CPU flags, OpenSSL), only the
+# targets narrowed (no tests, examples or web UI: the UI would be downloaded, and a benchmark
+# does not use it). Its own key: it does not depend on how specd's libraries are built.
 build_server() {
-  local server_build="$cache_root/$key/build-server"
-  local bin="$cache_root/$key/bin/llama-server"
+  local server_key="llama-${LLAMA_COMMIT}-server-upstream"
+  local server_build="$cache_root/$server_key/build"
+  # Upstream builds shared libraries by default: the binary stays beside them.
+  local bin="$server_build/bin/llama-server"
+  if [ -x "$bin" ]; then echo "$bin"; return; fi
+  mkdir -p "$cache_root"
+  exec 8>"$cache_root/$server_key.lock"
+  flock 8
   if [ -x "$bin" ]; then echo "$bin"; return; fi
   log "building llama-server for benchmarks (one time, several minutes)"
   cmake -S "$src_dir" -B "$server_build" -G Ninja \
-    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-    -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
-    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
-    -DGGML_NATIVE=ON -DGGML_OPENMP=OFF >&2
+    -DCMAKE_BUILD_TYPE=Release \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >&2
   cmake --build "$server_build" -j "$jobs" --target llama-server >&2
-  mkdir -p "$(dirname "$bin")"
-  cp "$server_build/bin/llama-server" "$bin"
   echo "$bin"
 }
 
