@@ -8,11 +8,16 @@ cells=$1 bin=$2 vocab_dir=$3 out=$4
 mkdir -p "$out"
 tool_sum=$(sha256sum "$bin" | cut -d' ' -f1)
 q() { node -e "const s=require(process.argv[1]); console.log($1)" "$(realpath "$cells")"; }
-shape="--n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $(q s.shape.draft_layers) --extra-layers $(q s.shape.extra_layers)"
 vocab="$vocab_dir/$(q s.shape.vocab)"
+# A pair may override the shape's extra_layers and quantize its draft ("draft_type": "q4_0"),
+# so that its draft costs a few percent of the target's step, as real drafts do.
 for pair in $(q "Object.keys(s.pairs).join(' ')"); do
   agreement=$(q "s.pairs['$pair'].agreement")
   seed=$(q "s.pairs['$pair'].seed")
+  extra=$(q "s.pairs['$pair'].extra_layers ?? s.shape.extra_layers")
+  shape="--n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $(q s.shape.draft_layers) --extra-layers $extra"
+  draft_type=$(q "s.pairs['$pair'].draft_type ?? ''")
+  [ -z "$draft_type" ] || shape="$shape --draft-type $draft_type"
   args="pair --vocab $vocab --target $out/$pair-target.gguf --draft $out/$pair-draft.gguf --agreement $agreement --seed $seed $shape"
   stamp="$out/.$pair.stamp"
   if [ -f "$out/$pair-target.gguf" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$tool_sum $args" ]; then

@@ -132,10 +132,12 @@ async function chatCell(server, label, turns = 4) {
 const store = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-bench-cache-'));
 const rows = [];
 const chats = [];
+const commands = []; // [label, the exact command line]
 try {
   for (const [label, env] of [['specd, cache on', {}], ['specd, cache off', { SPECD_PROMPT_CACHE: '0' }]]) {
     const srv = await startSpecd({ bin: specdBin, modelsDir: path.join(store, label.replace(/\W+/g, '-')),
-      name: 'bench', target, draft, threads, numCtx, env });
+      name: 'bench', target, draft, numCtx, env });
+    commands.push([label, srv.commandLine + (srv.threads ? `  -> threads ${JSON.stringify(srv.threads)}` : '')]);
     try {
       await first(srv, 'warm up');
       rows.push(await ttftCell(srv, label));
@@ -147,6 +149,7 @@ try {
   if (llamaBin) {
     const srv = await startLlamaServer({ bin: llamaBin, target, draft, draftNMax: 0, threads, numCtx,
       extraArgs: ['--cache-ram', '8192'] });
+    commands.push(['llama-server --cache-ram 8192', srv.commandLine]);
     try {
       await first(srv, 'warm up');
       rows.push(await ttftCell(srv, 'llama-server --cache-ram 8192'));
@@ -161,8 +164,11 @@ try {
 const f = (x, d = 3) => (x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(d));
 const lines = [];
 lines.push(`# Prompt cache: time to first token with a ${prefixTokens}-token shared prefix`, '');
-lines.push(`Models: \`${pair}\` pair from bench/speculation.json's shape; ${threads} threads; num_ctx ${numCtx}; median of ${runs} runs.`);
-lines.push('Reproduce: `scripts/bench.sh cache`.', '');
+lines.push(`Models: \`${pair}\` pair from bench/speculation.json's shape; num_ctx ${numCtx}; median of ${runs} runs. ` +
+  `Machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}. Date: ${new Date().toISOString().slice(0, 10)}.`);
+lines.push('Reproduce: `scripts/bench.sh cache`.', '', 'Engines, exactly as started (model paths shortened to their file names):', '');
+for (const [label, line] of commands) lines.push(`- ${label}: \`${line.replace(/(^|[\s=])\/\S*\/([^/\s]+)/g, '$1$2')}\``);
+lines.push('');
 lines.push('| server | prompt tokens | cold (s) | live KV (s) | restored (s) | tokens evaluated when restored | cold / restored | cache bytes per token |');
 lines.push('|---|---|---|---|---|---|---|---|');
 for (const r of rows) {

@@ -21,7 +21,8 @@ export function summarise(spec, results) {
     for (const e of set.engines) {
       const r = mine.find((x) => x.engine === e.name);
       if (r) {
-        row.engines[e.name] = { tps: median(r.tps), accept: r.accept_rate, tokens: r.tokens ? median(r.tokens) : null,
+        row.engines[e.name] = { tps: median(r.tps), tps_min: Math.min(...r.tps), tps_max: Math.max(...r.tps),
+                                accept: r.accept_rate, tokens: r.tokens ? median(r.tokens) : null,
                                 counters: r.counters ?? null, answers: r.answers ?? null,
                                 vision: r.vision ? { images: r.vision.images, rss_mib: r.vision.rss_mib,
                                                      prompt_tps: median(r.vision.prompt_tps) ?? NaN,
@@ -32,13 +33,17 @@ export function summarise(spec, results) {
     // Ratios are medians of per-run ratios: the engines' runs interleave, so run i of each
     // engine saw the same minute of a shared machine. Against several engines: the best of them.
     const runs = (name) => mine.find((x) => x.engine === name)?.tps;
-    const pairedRatio = (a, b) => {
+    const pairedRatios = (a, b) => {
       const x = runs(a), y = runs(b);
-      return x && y ? median(x.map((v, i) => v / y[i])) : NaN;
+      return x && y ? x.map((v, i) => v / y[i]) : [];
     };
+    row.ratio_spread = {};
     for (const q of set.ratios ?? []) {
-      const vs = q.b.map((b) => pairedRatio(q.a, b)).filter(Number.isFinite);
-      row.ratios[q.name] = vs.length ? Math.min(...vs) : NaN;
+      const vs = q.b.map((b) => pairedRatios(q.a, b)).filter((r) => r.length > 0 && Number.isFinite(median(r)));
+      // Against several engines: the one with the lowest median ratio (the best of them).
+      const worst = vs.reduce((w, r) => (w === null || median(r) < median(w) ? r : w), null);
+      row.ratios[q.name] = worst ? median(worst) : NaN;
+      row.ratio_spread[q.name] = worst ? [Math.min(...worst), Math.max(...worst)] : null;
     }
     rows.push(row);
   }
@@ -109,6 +114,9 @@ export function tables(spec, rows) {
   }).join('\n\n');
 }
 
+// Absolute paths of this machine stay out of the reports: a model file by its name.
+const shortenPaths = (line) => line.replace(/(^|[\s=])\/\S*\/([^/\s]+)/g, '$1$2');
+
 function mdTable(lines) {
   return [`| ${lines[0].join(' | ')} |`, `|${'---|'.repeat(lines[0].length)}`,
     ...lines.slice(1).map((l) => `| ${l.join(' | ')} |`)].join('\n') + '\n';
@@ -117,19 +125,30 @@ function mdTable(lines) {
 export function markdown(spec, rows, meta) {
   let md = `# Benchmark: ${spec.name}\n\n${spec.about}\n\n`;
   md += `Machine: ${meta.machine}. Date: ${meta.date}. Command: \`${meta.command}\`.\n`;
+  if (meta.engines && Object.keys(meta.engines).length) {
+    md += '\nEngines, exactly as started (model paths shortened to their file names):\n\n';
+    for (const [name, line] of Object.entries(meta.engines)) md += `- ${name}: \`${shortenPaths(line)}\`\n`;
+  }
   for (const [name, rs] of byset(spec, rows)) {
     const set = spec.engine_sets[name];
     const names = set.engines.map((e) => e.name);
     const { speed, detail, vision } = setTables(spec, name, rs);
     md += `\n## ${name}\n\n${set.about ?? ''}\n\n`;
-    md += `Decode tokens/s (median of ${spec.runs} interleaved runs; in brackets the draft acceptance rate). ` +
-          'Ratios are medians of per-run ratios; a ratio against several engines is against the best of them; ' +
-          'a target in brackets is the least the ratio should be.\n\n';
-    // The speed table with acceptance rates in the engine columns.
+    md += `Decode tokens/s (median of ${spec.runs} interleaved runs after a warm-up; in brackets the draft ` +
+          'acceptance rate, then the slowest and fastest run). Ratios are medians of per-run ratios, with their ' +
+          'range; a ratio against several engines is against the best of them; a target in brackets is the least ' +
+          'the ratio should be.\n\n';
+    // The speed table with acceptance rates and spreads in the engine columns.
     rs.forEach((r, i) => {
       names.forEach((n, j) => {
         const e = r.engines[n];
-        if (e && e.accept !== null && e.accept !== undefined) speed[i + 1][2 + j] += ` (${(e.accept * 100).toFixed(0)}%)`;
+        if (!e) return;
+        if (e.accept !== null && e.accept !== undefined) speed[i + 1][2 + j] += ` (${(e.accept * 100).toFixed(0)}%)`;
+        speed[i + 1][2 + j] += ` [${e.tps_min.toFixed(1)}-${e.tps_max.toFixed(1)}]`;
+      });
+      (set.ratios ?? []).forEach((q, k) => {
+        const sp = r.ratio_spread?.[q.name];
+        if (sp) speed[i + 1][2 + names.length + k] += ` (${sp[0].toFixed(2)}-${sp[1].toFixed(2)})`;
       });
     });
     md += mdTable(speed);

@@ -51,6 +51,9 @@ function load(opt) {
   return spec;
 }
 
+// "pair / engine" -> the command line that started it (and the threads specd chose).
+const commandLines = new Map();
+
 async function startServers(engines, opt, spec, pairName, storeDir) {
   const target = path.resolve(opt.models, `${pairName}-target.gguf`);
   const draft = path.resolve(opt.models, `${pairName}-draft.gguf`);
@@ -62,10 +65,12 @@ async function startServers(engines, opt, spec, pairName, storeDir) {
       if (shared) { servers.push(shared); continue; }
       const s = engine.kind === 'specd'
         ? await startSpecd({ bin: opt.specd, modelsDir: storeDir, name: `bench-${pairName}`, target, draft,
-                             threads: spec.threads, numCtx: spec.num_ctx,
+                             threads: engine.num_thread, numCtx: spec.num_ctx,
                              mmproj: spec.projector ? path.resolve(opt.models, 'mmproj.gguf') : undefined })
         : await startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
-                                   draftNMin: engine.draft_n_min, threads: spec.threads, numCtx: spec.num_ctx });
+                                   draftNMin: engine.draft_n_min, threads: spec.threads ?? os.cpus().length,
+                                   numCtx: spec.num_ctx });
+      commandLines.set(`${pairName} / ${engine.name}`, s.commandLine + (s.threads ? `  -> threads ${JSON.stringify(s.threads)}` : ''));
       if (engine.server !== undefined) byServer.set(engine.server, s);
       servers.push(s);
     }
@@ -169,7 +174,8 @@ async function main() {
   fs.mkdirSync(opt.out, { recursive: true });
   const extra = ['cells', 'runs', 'num-predict'].filter((k) => opt[k]).map((k) => ` --${k} ${opt[k]}`).join('');
   const meta = { machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}`, date: new Date().toISOString().slice(0, 10),
-                 command: `scripts/bench.sh${extra || path.basename(opt.spec) !== 'speculation.json' ? ` ${opt.spec}${extra}` : ''}` };
+                 command: `scripts/bench.sh${extra || path.basename(opt.spec) !== 'speculation.json' ? ` ${opt.spec}${extra}` : ''}`,
+                 engines: Object.fromEntries(commandLines) };
   write(path.join(opt.out, `${spec.name}.md`), markdown(spec, rows, meta));
   write(path.join(opt.out, `${spec.name}.svg`), svg(spec, rows));
   write(path.join(opt.out, `${spec.name}.json`), JSON.stringify({ meta, results, rows }, null, 2));

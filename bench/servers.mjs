@@ -36,6 +36,7 @@ async function start(cmd, args, env, readyPath, port) {
   child.stderr.on('data', (d) => { log = (log + d).slice(-4000); });
   live.add(child);
   const url = `http://127.0.0.1:${port}`;
+  const envText = Object.entries(env).map(([k, v]) => `${k}=${v} `).join('');
   try {
     await waitReady(url + readyPath, child, 120_000);
   } catch (e) {
@@ -44,6 +45,8 @@ async function start(cmd, args, env, readyPath, port) {
   }
   return {
     url,
+    // What was run, for the report: every engine's exact command line.
+    commandLine: `${envText}${cmd} ${args.join(' ')}`,
     async stop() {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
@@ -56,7 +59,8 @@ async function start(cmd, args, env, readyPath, port) {
   };
 }
 
-// specd with a private store holding `name` = target + draft.
+// specd with a private store holding `name` = target + draft. Its thread counts are its own
+// choice (measured at load) unless `threads` sets num_thread.
 export async function startSpecd({ bin, modelsDir, name, target, draft, threads, numCtx, mmproj, env: extraEnv = {} }) {
   const port = await freePort();
   const env = { SPECD_MODELS: modelsDir, SPECD_HOST: `127.0.0.1:${port}`, ...extraEnv };
@@ -64,21 +68,32 @@ export async function startSpecd({ bin, modelsDir, name, target, draft, threads,
   const path = await import('node:path');
   const modelfile = path.join(modelsDir, `${name}.Modelfile`);
   fs.mkdirSync(modelsDir, { recursive: true });
-  fs.writeFileSync(modelfile, `FROM ${target}\n${mmproj ? `FROM ${mmproj}\n` : ''}DRAFT ${draft}\n` +
-    `PARAMETER num_thread ${threads}\nPARAMETER num_ctx ${numCtx}\n`);
+  const text = `FROM ${target}\n${mmproj ? `FROM ${mmproj}\n` : ''}DRAFT ${draft}\n` +
+    `${threads ? `PARAMETER num_thread ${threads}\n` : ''}PARAMETER num_ctx ${numCtx}\n`;
+  fs.writeFileSync(modelfile, text);
   execFileSync(bin, ['create', name, '-f', modelfile], { env: { ...process.env, SPECD_MODELS: modelsDir, SPECD_HOST: '127.0.0.1:1' }, stdio: 'ignore' });
   const server = await start(bin, ['serve'], env, '/api/version', port);
-  return { ...server, kind: 'specd', name };
+  const threadsUsed = await loadedThreads(server.url, name);
+  return { ...server, kind: 'specd', name, threads: threadsUsed,
+           commandLine: `${server.commandLine}  (Modelfile: ${text.trim().replaceAll('\n', '; ')})` };
+}
+
+// Loads the model (an empty request) and reads the thread counts specd chose for it.
+async function loadedThreads(url, name) {
+  await fetch(`${url}/api/generate`, { method: 'POST', body: JSON.stringify({ model: name }) });
+  const ps = await (await fetch(`${url}/api/ps`)).json();
+  return ps.models?.find((m) => m.name.startsWith(name))?.threads ?? null;
 }
 
 export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMin, threads, numCtx, extraArgs = [] }) {
   const port = await freePort();
+  // As its users start it: the same thread count as specd's machine, the draft's threads left
+  // at their default (the target's), the web UI off (a benchmark does not need it).
   const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-t', String(threads),
     '-c', String(numCtx), '-np', '1', '--no-webui', '--metrics', ...extraArgs];
-  // Drafting is off unless a type is named; the draft gets one thread, as in specd (two
-  // threads measured 17 tokens/s against 27 with one on this 2-core machine).
+  // Drafting is off unless a type is named.
   if (draftNMax > 0) {
-    args.push('-md', draft, '--spec-type', 'draft-simple', '--spec-draft-n-max', String(draftNMax), '-td', '1');
+    args.push('-md', draft, '--spec-type', 'draft-simple', '--spec-draft-n-max', String(draftNMax));
     // n-min = n-max fixes the depth: a shorter draft is dropped instead of verified.
     if (draftNMin > 0) args.push('--spec-draft-n-min', String(draftNMin));
   }

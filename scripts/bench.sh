@@ -10,9 +10,13 @@
 # `scripts/bench.sh cache [--prefix-tokens N] [--runs N]` times the first token with a long
 # shared prefix, cold and restored by the prompt cache, against llama-server's prompt cache,
 # and a multi-turn chat's hit rate (bench/results/prompt-cache.md).
-# `scripts/bench.sh concurrency [--streams N] [--num-predict N] [--runs N]` compares the
-# aggregate tokens/s of concurrent streams with one stream, specd against llama-server
-# --parallel N (bench/results/concurrency.md).
+# `scripts/bench.sh concurrency [--streams N] [--num-predict N] [--runs N] [--pairs A,B]`
+# compares the aggregate tokens/s of concurrent streams with one stream, specd against
+# llama-server --parallel N without a draft and at depths 3 and 8 (bench/results/concurrency.md).
+# Every anchor runs as its users run it: llama-server built with upstream's default options
+# (scripts/llama.sh server), the same thread count as the machine's CPUs, draft threads left
+# at their default; specd with its own defaults (thread counts measured at load). Each report
+# lists the exact command line of every engine.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ "${1:-}" = grammar ]; then
