@@ -6,8 +6,11 @@
 namespace specd::cache {
 
 size_t CacheEntry::bytes() const {
-    size_t n = target.bytes.size() + target.tokens.size() * sizeof(token_id);
-    if (draft) n += draft->bytes.size() + draft->tokens.size() * sizeof(token_id);
+    const auto size_of = [](const SeqState & s) {
+        return s.bytes.size() + s.tokens.size() * sizeof(token_id) + s.positions.size() * sizeof(int32_t);
+    };
+    size_t n = size_of(target);
+    if (draft) n += size_of(*draft);
     return n;
 }
 

@@ -30,6 +30,7 @@ namespace specd::cache {
 struct SeqState {
     std::vector<token_id> tokens;
     std::vector<uint8_t>  bytes;
+    std::vector<int32_t>  positions; // (tokens): the position each token's KV was decoded at
 };
 
 struct CacheEntry {

@@ -33,20 +33,18 @@ double median(std::vector<double> v) {
 
 // Median seconds of one decode of `n_tokens` at `n_threads`, or nullopt when a decode failed.
 std::optional<double> time_decode(llama_context * ctx, ThreadPools & pools, Batch & batch, int32_t n_threads,
-                                  int32_t n_tokens, llama_seq_id seq, llama_pos pos0, llama_token filler) {
+                                  int32_t n_tokens, KvSequence & seq, llama_token filler) {
     pools.attach(ctx, n_threads, n_threads);
-    llama_set_n_threads(ctx, n_threads, n_threads);
-    llama_memory_t      mem = llama_get_memory(ctx);
     std::vector<double> samples;
     int                 reps = 1; // the warm-up step decides how many follow
     for (int r = 0; r <= reps; ++r) {
         batch.clear();
-        for (int32_t i = 0; i < n_tokens; ++i) batch.add(filler, pos0 + i, seq, i + 1 == n_tokens);
+        for (int32_t i = 0; i < n_tokens; ++i) batch.add(filler, seq.next_pos() + i, seq.id(), i + 1 == n_tokens);
         const auto    t0 = std::chrono::steady_clock::now();
         const int32_t rc = llama_decode(ctx, batch.get());
         const double  dt = seconds_since(t0);
-        llama_memory_seq_rm(mem, seq, pos0, -1);
-        if (rc != 0) return std::nullopt;
+        // The timed cells are not part of the sequence: dropped again.
+        if (!seq.keep(seq.size()) || rc != 0) return std::nullopt;
         if (r == 0) reps = std::clamp(int(k_budget_s / std::max(dt, 1e-6)), k_reps_min, k_reps_max);
         else samples.push_back(dt);
     }
@@ -56,10 +54,10 @@ std::optional<double> time_decode(llama_context * ctx, ThreadPools & pools, Batc
 // Times `candidates` from the largest down, stopping once fewer threads are clearly slower.
 std::optional<std::vector<ThreadTiming>> time_counts(llama_context * ctx, ThreadPools & pools, Batch & batch,
                                                      std::span<const int32_t> candidates, int32_t n_tokens,
-                                                     llama_seq_id seq, llama_pos pos0, llama_token filler) {
+                                                     KvSequence & seq, llama_token filler) {
     std::vector<ThreadTiming> out;
     for (int32_t n : candidates) {
-        const auto t = time_decode(ctx, pools, batch, n, n_tokens, seq, pos0, filler);
+        const auto t = time_decode(ctx, pools, batch, n, n_tokens, seq, filler);
         if (!t) return std::nullopt;
         out.push_back({n, *t});
         if (!worth_going_lower(out)) break;
@@ -101,13 +99,12 @@ void ThreadPools::attach(llama_context * ctx, int32_t n_threads, int32_t n_threa
     llama_set_n_threads(ctx, n_threads, n_threads_batch);
 }
 
-std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools & pools, llama_seq_id seq,
-                                              llama_pos pos0, llama_token filler,
-                                              std::span<const int32_t> candidates) {
+std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools & pools, KvSequence & seq,
+                                              llama_token filler, std::span<const int32_t> candidates) {
     const int32_t prev_threads = llama_n_threads(ctx), prev_batch = llama_n_threads_batch(ctx);
     Batch         batch(k_batch_tokens, 1);
     ThreadChoice  choice;
-    auto decode = time_counts(ctx, pools, batch, candidates, 1, seq, pos0, filler);
+    auto decode = time_counts(ctx, pools, batch, candidates, 1, seq, filler);
     if (!decode) {
         pools.attach(ctx, prev_threads, prev_batch);
         return std::nullopt;
@@ -118,7 +115,7 @@ std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools &
     for (const ThreadTiming & t : choice.decode) best_step = std::min(best_step, t.step_s);
     choice.n_threads_batch = choice.n_threads;
     if (best_step < k_batch_skip_s) {
-        auto timed = time_counts(ctx, pools, batch, candidates, k_batch_tokens, seq, pos0, filler);
+        auto timed = time_counts(ctx, pools, batch, candidates, k_batch_tokens, seq, filler);
         if (timed) {
             choice.batch           = std::move(*timed);
             choice.n_threads_batch = fastest_threads(choice.batch);

@@ -2,6 +2,7 @@
 // CPU threads for a session's contexts: persistent ggml thread pools (without one, every
 // decode starts and joins its worker threads, which costs more than a small model's step),
 // and the thread counts chosen by timing real decodes at each candidate count.
+#include "engine/kv_sequence.h"
 #include "engine/llama_handles.h"
 #include "engine/thread_tuning.h"
 
@@ -42,13 +43,12 @@ double chosen_step_s(const ThreadChoice & choice);
 // Below this size a decode step is shorter than waking a second thread: one thread, unmeasured.
 constexpr uint64_t k_unmeasured_model_bytes = 4ull << 20;
 
-// Times decodes on sequence `seq` of `ctx` at each of `candidates` (largest first): a
-// one-token step, and a batch of a verify round's size. The tokens go to positions from
-// `pos0` (after whatever the sequence holds) and are removed again. The context is left on
-// the chosen counts. nullopt when a decode failed (no room in the KV cache): nothing changed.
-std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools & pools, llama_seq_id seq,
-                                              llama_pos pos0, llama_token filler,
-                                              std::span<const int32_t> candidates);
+// Times decodes of `filler` tokens on `seq` (a sequence of `ctx`) at each of `candidates`
+// (largest first): a one-token step, and a batch of a verify round's size. The tokens go
+// after whatever the sequence holds and are removed again. The context is left on the chosen
+// counts. nullopt when a decode failed (no room in the KV cache): nothing changed.
+std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools & pools, KvSequence & seq,
+                                              llama_token filler, std::span<const int32_t> candidates);
 
 // One line for the log: "2 threads (1: 4.10 ms, 2: 2.31 ms); batch 2 (...)".
 std::string describe(const ThreadChoice & choice);

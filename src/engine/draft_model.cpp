@@ -2,7 +2,6 @@
 
 #include "core/error.h"
 #include "engine/context_factory.h"
-#include "engine/seq_state.h"
 
 #include <cstring>
 
@@ -39,7 +38,7 @@ std::string vocab_mismatch(const Model & target, const Model & draft) {
 }
 
 DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint32_t n_ctx, int32_t n_batch) :
-    model_(std::move(draft)), batch_(std::max(1, n_batch), 1) {
+    model_(std::move(draft)), batch_(std::max(1, n_batch), 1), kv_(nullptr, 0) {
     if (auto why = vocab_mismatch(target, *model_); !why.empty()) {
         throw bad_request("draft model cannot be used: " + why);
     }
@@ -52,12 +51,13 @@ DraftModel::DraftModel(std::shared_ptr<Model> draft, const Model & target, uint3
     CreatedContext created = create_context(*model_, cp, "cannot create the draft model's context");
     ctx_                   = std::move(created.ctx);
     memory_                = created.bytes;
+    kv_                    = KvSequence(ctx_.get(), 0);
     const llama_token nl = llama_vocab_nl(model_->vocab());
     filler_              = nl != LLAMA_TOKEN_NULL ? nl : 0;
 }
 
 std::optional<ThreadChoice> DraftModel::measure_threads(ThreadPools & pools, std::span<const int32_t> candidates) {
-    return calibrate_threads(ctx_.get(), pools, 0, 0, filler_, candidates);
+    return calibrate_threads(ctx_.get(), pools, kv_, filler_, candidates);
 }
 
 void DraftModel::use_threads(ThreadPools & pools, const ThreadChoice & choice) {
@@ -66,13 +66,12 @@ void DraftModel::use_threads(ThreadPools & pools, const ThreadChoice & choice) {
 
 std::optional<cache::SeqState> DraftModel::save_state(size_t max_bytes) {
     if (base_ != 0) return std::nullopt;
-    return save_seq_state(ctx_.get(), 0, cached_, max_bytes);
+    return kv_.save(max_bytes);
 }
 
 void DraftModel::restore_state(const cache::SeqState & state) {
     base_ = 0;
-    if (restore_seq_state(ctx_.get(), 0, state, state.tokens.size())) cached_ = state.tokens;
-    else cached_.clear();
+    kv_.restore(state, state.tokens.size()); // empty when it does not fit
 }
 
 void DraftModel::begin_request(const SamplingOptions & sampling, const std::atomic<bool> * cancel) {
@@ -84,8 +83,7 @@ void DraftModel::begin_request(const SamplingOptions & sampling, const std::atom
 bool DraftModel::decode() {
     if (cancel_ && cancel_->load()) return false;
     if (llama_decode(ctx_.get(), batch_.get()) == 0) return true;
-    llama_memory_clear(llama_get_memory(ctx_.get()), true);
-    cached_.clear();
+    kv_.clear(); // a failed decode may have written part of the batch
     base_ = 0;
     return false;
 }
@@ -97,15 +95,9 @@ spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int 
     Sampler & sampler = *sampler_;
 
     // Bring the cache to `history` minus its last token, then decode that token for logits.
-    // The cache holds history[base_ ...] at positions counted from base_.
-    llama_memory_t mem    = llama_get_memory(ctx_.get());
-    size_t         common = 0;
-    if (base_ < history.size()) {
-        while (common < cached_.size() && base_ + common + 1 < history.size() &&
-               cached_[common] == history[base_ + common]) {
-            ++common;
-        }
-    }
+    // The cache holds history[base_ ...] at positions counted from 0.
+    size_t common = 0;
+    if (base_ + 1 < history.size()) common = kv_.common_prefix(history.subspan(base_, history.size() - 1 - base_));
     if (common == 0) base_ = 0; // nothing reusable: a new prompt, or the target shifted
     const size_t gap = history.size() - (base_ + common);
     if (!first_proposal_ && gap > k_rewindow_gap) {
@@ -115,24 +107,21 @@ spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int 
         base_  = history.size() - k_window;
         common = 0;
     }
-    if (common == 0 || !llama_memory_seq_rm(mem, 0, static_cast<llama_pos>(common), -1)) {
-        llama_memory_clear(mem, true);
-        common = 0;
-    }
+    if (common == 0 || !kv_.keep(common)) kv_.clear();
     first_proposal_ = false;
-    cached_.assign(history.begin() + base_, history.begin() + base_ + common);
 
     int32_t idx = -1;
-    for (size_t i = base_ + common; i < history.size();) {
+    for (size_t i = base_ + kv_.size(); i < history.size();) {
         batch_.clear();
+        const size_t from = i;
         for (; i < history.size() && batch_.size() < batch_.capacity(); ++i) {
             // The draft has no projector: an image's positions hold a filler token, so the
             // text after the image keeps its positions (and the draft its context).
             const llama_token t = history[i] < 0 ? filler_ : history[i];
-            idx = batch_.add(t, static_cast<llama_pos>(i - base_), 0, i + 1 == history.size());
+            idx = batch_.add(t, kv_.next_pos() + static_cast<llama_pos>(i - from), kv_.id(), i + 1 == history.size());
         }
         if (!decode()) return out;
-        cached_.insert(cached_.end(), history.begin() + base_ + cached_.size(), history.begin() + i);
+        kv_.appended(history.subspan(from, i - from));
     }
 
     sampler.set_constraint(constraint ? std::make_unique<grammar::Constraint>(constraint->clone()) : nullptr);
@@ -145,9 +134,9 @@ spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int 
         out.dists.push_back(std::move(q));
         if (j + 1 == k) break;
         batch_.clear();
-        idx = batch_.add(t, static_cast<llama_pos>(cached_.size()), 0, true);
+        idx = batch_.add(t, kv_.next_pos(), kv_.id(), true);
         if (!decode()) break;
-        cached_.push_back(t);
+        kv_.appended(t);
     }
     return out;
 }

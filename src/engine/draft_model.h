@@ -6,6 +6,7 @@
 #include "core/options.h"
 #include "engine/context_memory.h"
 #include "engine/cpu_threads.h"
+#include "engine/kv_sequence.h"
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
@@ -57,8 +58,8 @@ class DraftModel final : public spec::Drafter {
     ContextBytes             memory_;
     llama_token              filler_ = 0; // stands for image positions (negative pseudo-tokens)
     Batch                    batch_;
-    std::vector<llama_token> cached_; // history[base_ ...] whose KV is in sequence 0, positions from 0
-    size_t                   base_           = 0;
+    KvSequence               kv_;   // holds history[base_ ...], positions from 0
+    size_t                   base_ = 0;
     bool                     first_proposal_ = true;
 };
 

@@ -1,8 +1,8 @@
 #pragma once
 // One llama context on a loaded model with N sequences (plus, optionally, a draft model
-// context per sequence) and the decode steps that run on it. The tokens held in each
-// sequence's KV are remembered, so a request that shares a prefix with an earlier one (a chat
-// that goes on) only evaluates the new part.
+// context per sequence) and the decode steps that run on it. Each sequence remembers the
+// tokens its KV holds, so a request that shares a prefix with an earlier one (a chat that
+// goes on) only evaluates the new part.
 #include "cache/prompt_cache.h"
 #include "core/logprobs.h"
 #include "core/options.h"
@@ -14,35 +14,18 @@
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "engine/projector.h"
-#include "grammar/constraint.h"
+#include "engine/prompt_reuse.h"
+#include "engine/request_run.h"
+#include "engine/sequence_slot.h"
 #include "spec/depth_controller.h"
 
 #include <atomic>
 #include <exception>
-#include <functional>
 #include <memory>
 #include <optional>
-#include <string>
-#include <string_view>
 #include <vector>
 
 namespace specd::engine {
-
-struct GenerateResult {
-    DoneReason               reason = DoneReason::stop;
-    GenerateStats            stats;
-    spec::DepthStats         speculation;
-    GrammarDraftStats        grammar_drafts;
-    std::vector<int64_t>     k_histogram; // [k]: rounds that drafted k tokens
-    std::vector<llama_token> context; // prompt + generated tokens, Ollama's `context`
-};
-
-// Where a session keeps sequence states it would otherwise lose, and under which name: the
-// namespace must differ for any two model pairs whose states are not interchangeable.
-struct PromptCacheLink {
-    cache::PromptCache * cache = nullptr; // null: no prompt cache
-    std::string          ns;
-};
 
 // The memory a session's contexts hold besides the weights.
 struct SessionMemory {
@@ -85,16 +68,6 @@ class Session {
     // cancelled request ends at its next step with specd::Error(cancelled).
     std::vector<SeqFinished> step();
 
-    // Runs one generation to its end (no other request may be running).
-    // Throws specd::Error(cancelled) soon after `cancel` becomes true, wherever it is.
-    GenerateResult generate(std::vector<llama_token> prompt, const GenerateOptions & opts,
-                            const TextSink & emit, const std::atomic<bool> & cancel,
-                            const LogprobSink & emit_logprobs = {});
-    // A prompt with images (`prompt.projector` evaluates them). Image positions are never
-    // truncated away: a prompt with images longer than the context is a bad_request.
-    GenerateResult generate(MultimodalPrompt prompt, const GenerateOptions & opts, const TextSink & emit,
-                            const std::atomic<bool> & cancel, const LogprobSink & emit_logprobs = {});
-
     int    n_seq() const { return static_cast<int>(slots_.size()); }
     // How many requests the last step's decode served (0: it decoded nothing).
     int    last_step_requests() const { return last_step_requests_; }
@@ -106,7 +79,6 @@ class Session {
 
     const Model &          model() const { return *model_; }
     const ContextOptions & options() const { return opts_; }
-    bool                   has_draft_model() const { return draft_model_ != nullptr; }
     // The context length of one sequence, as asked for (clamped to the trained one).
     // llama.cpp may allocate a little more (it pads), but limits apply to this number.
     uint32_t               n_ctx() const { return n_ctx_; }
@@ -115,9 +87,6 @@ class Session {
     const ThreadChoice &   threads() const { return threads_; }
     const ThreadChoice &   draft_threads() const { return draft_threads_; }
 
-    // What the depth controller carries from one request to the next on this model.
-    const spec::DepthPrior & depth_prior() const { return prior_; }
-
     const SessionMemory & memory() const { return memory_; }
 
     // Saves every idle sequence into the prompt cache, if it is worth keeping: called before
@@ -125,55 +94,37 @@ class Session {
     void park();
 
   private:
-    struct Slot;
-    class Run;
-
-    Slot & pick_slot(const MultimodalPrompt & prompt);
-    // After a failed decode the cache may hold part of the batch: forget it for these slots.
-    void   fail_batch(const std::vector<Run *> & in_batch, const std::exception_ptr & why);
-    // With `slot`'s KV holding the prompt's first `live` tokens: restores a saved state that
-    // holds more of it, if there is one (saving the live one first). Returns how many prompt
-    // tokens the KV now holds, from the start.
-    size_t reuse_saved(Slot & slot, const MultimodalPrompt & prompt, size_t live);
-    // Saves the slot's sequence when more than a little of it is about to be lost: everything
-    // after its first `keep` tokens.
-    void   save_live(Slot & slot, size_t keep);
-    bool   restore(Slot & slot, const cache::CacheEntry & entry, size_t n_tokens);
+    SequenceSlot &       pick_slot(const MultimodalPrompt & prompt);
+    // After a failed decode the cache may hold part of the batch: forget it for these runs.
+    void                 fail_batch(const std::vector<RequestRun *> & in_batch, const std::exception_ptr & why);
     // Evaluates one of `run`'s images into its sequence, on its own decodes.
-    Projector::EvalTimes eval_image(Run & run, const MultimodalPrompt & prompt, const ImageSpan & image);
-    // The text `state` forces after `prev`, and its tokens (at most `max_tokens`) as the
-    // target is likely to spell it. Empty where the grammar forces nothing.
-    struct Forced {
-        std::string              text;
-        std::vector<llama_token> tokens;
-    };
-    Forced forced_tokens(const grammar::Constraint & state, llama_token prev, int max_tokens);
-    void   shift_context(Slot & slot, int32_t n_keep);
-    void   choose_threads();
-    void   recheck_threads();
-    static bool abort_step(void * session);
+    Projector::EvalTimes eval_image(RequestRun & run, const MultimodalPrompt & prompt, const ImageSpan & image);
+    void                 choose_threads();
+    void                 recheck_threads();
+    static bool          abort_step(void * session);
 
-    std::shared_ptr<Model>             model_;
-    std::shared_ptr<Model>             draft_model_;
-    ContextOptions                     opts_;
-    uint32_t                           n_ctx_ = 0; // per sequence
-    ThreadPools                        pools_; // before every context: outlives them
-    context_ptr                        ctx_;
-    Batch                              batch_;
-    std::vector<std::unique_ptr<Slot>> slots_;
-    std::vector<std::unique_ptr<Run>>  runs_; // in the order they started
-    std::vector<Run *>                 in_batch_; // the runs the running decode serves
-    uint64_t                           next_id_ = 0;
-    int                                last_step_requests_ = 0;
-    uint64_t                           clock_   = 0; // orders slot use, for picking the least recent
-    spec::DepthPrior                   prior_;
-    ForcedSpeller                      speller_; // learns how the target spells forced text
-    PromptCacheLink                    cache_;
-    SessionMemory                      memory_;
-    ThreadChoice                       threads_;
-    ThreadChoice                       draft_threads_;
-    std::optional<StepDrift>           drift_; // set while the target's count is a measured one
-    bool                               recheck_due_ = false;
+    std::shared_ptr<Model>                     model_;
+    std::shared_ptr<Model>                     draft_model_;
+    ContextOptions                             opts_;
+    uint32_t                                   n_ctx_ = 0; // per sequence
+    ThreadPools                                pools_;     // before every context: outlives them
+    context_ptr                                ctx_;
+    Batch                                      batch_;
+    std::vector<std::unique_ptr<SequenceSlot>> slots_;
+    spec::DepthPrior                           prior_;
+    ForcedSpeller                              speller_; // learns how the target spells forced text
+    PromptReuse                                reuse_;
+    std::optional<RunEnv>                      env_;  // what every run uses of this session (set once ctx_ is)
+    std::vector<std::unique_ptr<RequestRun>>   runs_; // in the order they started
+    std::vector<RequestRun *>                  in_batch_; // the runs the running decode serves
+    uint64_t                                   next_id_            = 0;
+    int                                        last_step_requests_ = 0;
+    uint64_t                                   clock_ = 0; // orders slot use, for picking the least recent
+    SessionMemory                              memory_;
+    ThreadChoice                               threads_;
+    ThreadChoice                               draft_threads_;
+    std::optional<StepDrift>                   drift_; // set while the target's count is a measured one
+    bool                                       recheck_due_ = false;
 };
 
 // The Ollama truncation rule: keep the first `num_keep` tokens, drop the oldest of the rest

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace specd::fixtures {
@@ -41,10 +42,32 @@ struct Output {
     int                    pieces = 0;
 };
 
+// Runs one request on an idle session to its end, step by step, as the server's runner
+// does; rethrows the error that ended it (specd::Error(cancelled) soon after `cancel`).
+inline engine::GenerateResult run_to_end(engine::Session & s, engine::MultimodalPrompt prompt, const GenerateOptions & opts,
+                                         const engine::TextSink & emit, const std::atomic<bool> & cancel,
+                                         const engine::LogprobSink & emit_logprobs = {}) {
+    if (s.running() != 0) throw std::logic_error("run_to_end needs an idle session");
+    const uint64_t id = s.start(std::move(prompt), opts, emit, emit_logprobs, cancel);
+    for (;;) {
+        for (engine::SeqFinished & f : s.step()) {
+            if (f.id != id) continue;
+            if (f.error) std::rethrow_exception(f.error);
+            return std::move(f.result);
+        }
+    }
+}
+
+inline engine::GenerateResult run_to_end(engine::Session & s, std::vector<llama_token> prompt, const GenerateOptions & opts,
+                                         const engine::TextSink & emit, const std::atomic<bool> & cancel,
+                                         const engine::LogprobSink & emit_logprobs = {}) {
+    return run_to_end(s, engine::MultimodalPrompt{std::move(prompt), {}, nullptr}, opts, emit, cancel, emit_logprobs);
+}
+
 inline Output generate(engine::Session & s, const std::vector<llama_token> & prompt, const GenerateOptions & opts) {
     Output            out;
     std::atomic<bool> cancel{false};
-    out.result = s.generate(prompt, opts, [&](std::string_view t) { out.text += t; ++out.pieces; }, cancel);
+    out.result = run_to_end(s, prompt, opts, [&](std::string_view t) { out.text += t; ++out.pieces; }, cancel);
     return out;
 }
 

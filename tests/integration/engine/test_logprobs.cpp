@@ -25,7 +25,7 @@ struct LogprobRun {
 LogprobRun run(Session & s, const std::vector<llama_token> & prompt, const GenerateOptions & opts) {
     LogprobRun               out;
     std::atomic<bool> cancel{false};
-    out.result = s.generate(
+    out.result = fixtures::run_to_end(s, 
         prompt, opts, [&](std::string_view t) { out.text += t; }, cancel,
         [&](std::vector<TokenLogprob> lps) {
             for (auto & lp : lps) {

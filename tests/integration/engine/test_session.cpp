@@ -133,7 +133,7 @@ TEST(Session, EveryPieceIsValidUtf8) {
     o.sampling.seed        = 7;
     std::atomic<bool> cancel{false};
     int               bad = 0;
-    s.generate(model->tokenize("x", true, true), o,
+    fixtures::run_to_end(s, model->tokenize("x", true, true), o,
                [&](std::string_view t) { bad += sanitize_utf8(t) != t; }, cancel);
     EXPECT_EQ(bad, 0);
 }
@@ -167,7 +167,7 @@ TEST(Session, CancelStopsGeneration) {
         cancel = true;
     });
     try {
-        s.generate(model->tokenize("go", true, true), greedy(-1), [](std::string_view) {}, cancel);
+        fixtures::run_to_end(s, model->tokenize("go", true, true), greedy(-1), [](std::string_view) {}, cancel);
         ADD_FAILURE() << "expected cancellation";
     } catch (const Error & e) {
         EXPECT_EQ(e.kind(), ErrorKind::cancelled);

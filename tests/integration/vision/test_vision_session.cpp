@@ -68,7 +68,7 @@ struct Vision {
 fixtures::Output run(Session & s, MultimodalPrompt p, const GenerateOptions & o) {
     fixtures::Output  out;
     std::atomic<bool> cancel{false};
-    out.result = s.generate(std::move(p), o, [&](std::string_view t) { out.text += t; }, cancel);
+    out.result = fixtures::run_to_end(s, std::move(p), o, [&](std::string_view t) { out.text += t; }, cancel);
     return out;
 }
 

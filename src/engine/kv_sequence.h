@@ -1,0 +1,58 @@
+#pragma once
+// One sequence of a llama context's KV cache together with the tokens it holds. Every change
+// to the sequence's cells goes through this type (nothing else calls llama_memory_seq_*), so
+// the token mirror and the cache cannot drift apart. Positions are kept beside the tokens,
+// never assumed equal to the number of cells: an image's embeddings may advance the position
+// by other than their count (M-RoPE models do).
+#include "cache/prompt_cache.h"
+#include "engine/llama_handles.h"
+
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace specd::engine {
+
+class KvSequence {
+  public:
+    KvSequence(llama_context * ctx, llama_seq_id seq) : ctx_(ctx), seq_(seq) {}
+
+    llama_seq_id                     id() const { return seq_; }
+    const std::vector<llama_token> & tokens() const { return tokens_; }
+    size_t                           size() const { return tokens_.size(); }
+    bool                             empty() const { return tokens_.empty(); }
+    // The position the next token takes.
+    llama_pos                        next_pos() const { return next_pos_; }
+    // How many of `tokens` this sequence already holds, from the start.
+    size_t                           common_prefix(std::span<const llama_token> tokens) const;
+
+    // `tokens` were just decoded into this sequence at next_pos(), next_pos() + 1, ...
+    void appended(std::span<const llama_token> tokens);
+    void appended(llama_token token) { appended(std::span<const llama_token>(&token, 1)); }
+
+    // Keeps the first `n` tokens and drops every cell after them (rolled-back drafts, a
+    // prompt that diverges). False when the memory cannot drop a tail (recurrent memory): the
+    // sequence is then emptied.
+    bool keep(size_t n);
+    void clear();
+
+    // Context shift: drops tokens [keep, keep + discard) and moves the rest back.
+    void shift(size_t keep, size_t discard);
+
+    // The prompt cache: a copy of the sequence (nullopt when larger than `max_bytes` or not
+    // writable), and taking one back with its first `n_tokens` tokens (false: the sequence
+    // is empty).
+    std::optional<cache::SeqState> save(size_t max_bytes) const;
+    bool                           restore(const cache::SeqState & state, size_t n_tokens);
+
+  private:
+    llama_memory_t memory() const { return llama_get_memory(ctx_); }
+
+    llama_context *          ctx_;
+    llama_seq_id             seq_;
+    std::vector<llama_token> tokens_;    // tokens whose KV is in this sequence, in order
+    std::vector<llama_pos>   positions_; // (tokens_): the position each was decoded at
+    llama_pos                next_pos_ = 0;
+};
+
+} // namespace specd::engine

@@ -1,0 +1,114 @@
+#pragma once
+// One request on one of a session's sequences: its prompt is read in chunks (the prefix its
+// sequence or the prompt cache already holds is reused), then each round plans forced text
+// and drafts after the last token, and verifies them from the step's batch (engine/round).
+// The session decides what goes into each step's batch and decodes it; the run fills in its
+// part and reads its logits back.
+#include "core/options.h"
+#include "engine/forced_speller.h"
+#include "engine/generation_output.h"
+#include "engine/llama_handles.h"
+#include "engine/model.h"
+#include "engine/projector.h"
+#include "engine/prompt_reuse.h"
+#include "engine/round.h"
+#include "engine/sampler.h"
+#include "engine/sequence_slot.h"
+#include "spec/depth_controller.h"
+
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <vector>
+
+namespace specd::engine {
+
+// The deepest speculation round (the depth controller's k_max).
+constexpr int k_spec_max = 16;
+
+struct GenerateResult {
+    DoneReason               reason = DoneReason::stop;
+    GenerateStats            stats;
+    spec::DepthStats         speculation;
+    GrammarDraftStats        grammar_drafts;
+    std::vector<int64_t>     k_histogram; // [k]: rounds that drafted k tokens
+    std::vector<llama_token> context;     // prompt + generated tokens, Ollama's `context`
+};
+
+class RequestRun;
+
+// What a run uses of its session; the session owns it and outlives its runs.
+struct RunEnv {
+    llama_context *    ctx;
+    const Model &      model;
+    Batch &            batch;
+    uint32_t           n_ctx;     // per sequence
+    int32_t            num_batch; // the most prompt tokens one step takes from a run
+    ForcedSpeller &    speller;   // learns how the target spells forced text
+    spec::DepthPrior & prior;     // what the depth controller carries between requests
+    PromptReuse &      reuse;
+    // Evaluates one of the run's images into its sequence, on decodes of its own.
+    std::function<Projector::EvalTimes(RequestRun &, const MultimodalPrompt &, const ImageSpan &)> eval_image;
+};
+
+class RequestRun {
+  public:
+    RequestRun(const RunEnv & env, SequenceSlot & slot, uint64_t id, MultimodalPrompt prompt, GenerateOptions opts,
+               TextSink emit, LogprobSink emit_logprobs, const std::atomic<bool> & cancel);
+
+    const uint64_t            id;
+    SequenceSlot &            slot;
+    const std::atomic<bool> & cancel;
+    std::exception_ptr        error;
+
+    bool prefilling() const { return phase_ == Phase::prefill; }
+    bool ended() const { return phase_ == Phase::ended || error; }
+
+    // Adds up to `room` prompt tokens to the batch (images are evaluated on their own, right
+    // away); true when it added any.
+    bool add_prefill(int32_t room);
+    // Plans this round and adds the last token, forced tokens and drafts to the batch; false
+    // when the answer ended before the round (the context is full and cannot shift).
+    bool add_round();
+    // Reads this run's logits after the step's decode (`decode_ns` long, shared by
+    // `batch_runs` requests).
+    void after_decode(int64_t decode_ns, int batch_runs);
+    // Releases held-back text and completes the result.
+    GenerateResult finish();
+
+  private:
+    enum class Phase { prefill, generate, ended };
+
+    void        begin_prefill();
+    void        after_prefill_chunk();
+    void        after_round(int64_t decode_ns, int batch_runs);
+    llama_token choose(const spec::TokenDist & p);
+
+    const RunEnv &        env_;
+    MultimodalPrompt      mm_;
+    GenerateOptions       opts_;
+    TextSink              emit_;
+    LogprobSink           emit_logprobs_;
+    GenerateResult        result_;
+    Sampler               sampler_;
+    spec::Rng             rng_;
+    spec::DepthController depth_;
+    GenerationOutput      out_;
+    Phase                 phase_     = Phase::prefill;
+    int32_t               n_keep_    = 0;
+    bool                  can_shift_ = false;
+    int64_t               t0_ = 0, t1_ = 0;
+
+    // Prefill.
+    bool   prefill_started_ = false;
+    size_t pos_             = 0; // the next prompt token to evaluate
+    size_t prompt_kept_     = 0; // prompt tokens whose KV was reused
+    size_t next_image_      = 0;
+
+    // The round in the step's batch.
+    llama_token last_       = -1; // committed, not decoded yet
+    int32_t     logits_idx_ = -1; // the batch index of `last_` (prefill: of the prompt's last token)
+    RoundPlan   plan_;
+};
+
+} // namespace specd::engine

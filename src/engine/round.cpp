@@ -1,0 +1,129 @@
+#include "engine/round.h"
+
+#include "core/error.h"
+#include "spec/verifier.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+namespace specd::engine {
+
+namespace {
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The text `state` forces after `prev`, and its tokens (at most `max_tokens`) as the target
+// is likely to spell them. The target may still spell the text differently; it then rejects
+// the run where the tokens diverge, and the speller learns its choice.
+void find_forced(const grammar::Constraint & state, llama_token prev, int max_tokens, const ForcedSpeller & speller,
+                 RoundPlan & plan) {
+    plan.forced_text = state.forced_text(k_forced_max_bytes);
+    if (plan.forced_text.empty()) return;
+    plan.tokens = speller.spell(prev, plan.forced_text, size_t(max_tokens));
+    plan.tokens.resize(state.legal_prefix(plan.tokens));
+}
+
+} // namespace
+
+RoundPlan plan_round(const RoundInputs & in, spec::DepthController & depth, spec::Drafter & drafters,
+                     const ForcedSpeller & speller, spec::Rng & rng, const std::atomic<bool> & cancel) {
+    RoundPlan     plan;
+    const int64_t t0 = now_ns();
+    std::optional<grammar::Constraint> after_forced;
+    const grammar::Constraint *        state = in.grammar;
+
+    // 1. Forced text, as much as is worth verifying.
+    if (state && in.budget > 0 && depth.wants_forced()) {
+        find_forced(*state, in.last, std::min(in.budget, k_forced_max), speller, plan);
+        plan.tokens.resize(size_t(depth.plan_forced(static_cast<int>(plan.tokens.size()))));
+        plan.n_forced = static_cast<int>(plan.tokens.size());
+        for (llama_token t : plan.tokens) plan.dists.push_back(spec::TokenDist::point(t));
+        if (plan.n_forced > 0) {
+            after_forced.emplace(state->clone());
+            for (llama_token t : plan.tokens) after_forced->accept(t);
+            state = &*after_forced;
+        }
+        plan.grammar.grammar_ns += now_ns() - t0;
+    }
+
+    // 2. Drafts behind it, under the grammar's state after the forced text.
+    plan.k      = std::min(depth.plan(plan.n_forced), in.budget - plan.n_forced);
+    const int k = plan.k;
+    if (k > 0) {
+        std::vector<llama_token> history(in.history.begin(), in.history.end());
+        history.push_back(in.last);
+        history.insert(history.end(), plan.tokens.begin(), plan.tokens.end());
+        spec::Proposal proposal = drafters.propose(history, k, rng, state);
+        if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
+        const int64_t tg0 = now_ns();
+        // Prompt lookup copies what followed a match in the history, image positions
+        // included: those are no tokens to propose.
+        const auto image_at = std::find_if(proposal.tokens.begin(), proposal.tokens.end(), is_image_token);
+        proposal.tokens.erase(image_at, proposal.tokens.end());
+        proposal.dists.resize(proposal.tokens.size());
+        // Under a grammar a draft is cut at its first illegal token: verifying it would only
+        // cost positions the target is sure to reject.
+        const size_t legal = state ? state->legal_prefix(proposal.tokens) : proposal.tokens.size();
+        if (state) plan.grammar.grammar_ns += now_ns() - tg0;
+        if (legal < proposal.tokens.size()) {
+            if (legal == 0) ++plan.grammar.no_legal_draft;
+            else ++plan.grammar.truncated_rounds;
+            plan.grammar.truncated_tokens += static_cast<int64_t>(proposal.tokens.size() - legal);
+        }
+        plan.tokens.insert(plan.tokens.end(), proposal.tokens.begin(), proposal.tokens.begin() + legal);
+        plan.dists.insert(plan.dists.end(), std::make_move_iterator(proposal.dists.begin()),
+                          std::make_move_iterator(proposal.dists.begin() + legal));
+    }
+    plan.draft_ns = now_ns() - t0;
+    return plan;
+}
+
+RoundOutcome verify_round(const RoundPlan & plan, llama_token last, int32_t idx0, llama_context * ctx,
+                          Sampler & sampler, GenerationOutput & out, ForcedSpeller & speller, const Model & model,
+                          spec::Rng & rng) {
+    RoundOutcome     o;
+    std::string_view forced_rest = plan.forced_text; // what is still forced at position i < n_forced
+    for (size_t i = 0; i <= plan.tokens.size(); ++i) {
+        const int32_t         idx      = idx0 + static_cast<int32_t>(i);
+        const spec::TokenDist p        = sampler.distribution(ctx, idx);
+        bool                  accepted = false;
+        if (i < plan.tokens.size()) {
+            const auto v = sampler.greedy() ? spec::verify_greedy(plan.tokens[i], p.ids[0])
+                                            : spec::verify_stochastic(plan.tokens[i], p, plan.dists[i], rng);
+            accepted = v.accepted;
+            o.next   = v.token;
+        } else {
+            o.next = sampler.greedy() ? p.ids[0] : p.draw(spec::uniform01(rng));
+        }
+        sampler.accept(o.next);
+        if (i < size_t(plan.n_forced)) {
+            speller.learn(i == 0 ? last : plan.tokens[i - 1], forced_rest, o.next);
+            forced_rest.remove_prefix(std::min(forced_rest.size(), model.token_piece(o.next).size()));
+        }
+        o.done = out.commit(o.next, ctx, idx);
+        if (!accepted || o.done) break;
+        ++o.n_accepted;
+    }
+    return o;
+}
+
+spec::RoundObservation observation(const RoundPlan & plan, const RoundOutcome & outcome, int64_t decode_ns,
+                                   int batch_runs) {
+    // The drafts were judged only if the forced run ahead of them was accepted in full.
+    const bool judged = outcome.n_accepted >= plan.n_forced;
+    return {.k_planned         = std::max(plan.k, 0),
+            .n_drafted         = plan.n_drafted(),
+            .n_accepted        = judged ? outcome.n_accepted - plan.n_forced : 0,
+            .n_forced          = plan.n_forced,
+            .n_forced_accepted = std::min(outcome.n_accepted, plan.n_forced),
+            .drafts_judged     = judged,
+            .draft_s           = plan.draft_ns / 1e9,
+            .verify_s          = decode_ns / 1e9,
+            .batch_size        = batch_runs};
+}
+
+} // namespace specd::engine

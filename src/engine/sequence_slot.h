@@ -1,0 +1,27 @@
+#pragma once
+// One of a session's sequences and what drafts for it: its KV sequence, the draft model's
+// context (when the session has a draft model) and prompt lookup.
+#include "engine/draft_model.h"
+#include "engine/kv_sequence.h"
+#include "spec/drafter.h"
+#include "spec/ngram_drafter.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace specd::engine {
+
+struct SequenceSlot {
+    explicit SequenceSlot(KvSequence kv) : kv(std::move(kv)) {}
+    SequenceSlot(const SequenceSlot &)             = delete;
+    SequenceSlot & operator=(const SequenceSlot &) = delete;
+
+    KvSequence                  kv;
+    std::unique_ptr<DraftModel> draft;
+    spec::NgramDrafter          ngram;
+    spec::FirstOfDrafters       drafters; // prompt lookup first (free), then the draft model
+    uint64_t                    last_used = 0;
+    bool                        busy      = false;
+};
+
+} // namespace specd::engine
