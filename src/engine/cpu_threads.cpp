@@ -14,7 +14,9 @@ namespace {
 
 // The batch timed for n_threads_batch: about a verify round (last token + drafts).
 constexpr int32_t k_batch_tokens = 8;
-// Timed repetitions per count: as many as fit this budget after a warm-up step, within bounds.
+// Timed repetitions per count: as many as fit this budget after a warm-up step, within
+// bounds; a warm-up step longer than the budget is the only sample (a large model, or a count
+// that oversubscribes a busy machine: timing it again would stall every request).
 constexpr double k_budget_s = 0.04;
 constexpr int    k_reps_min = 3;
 constexpr int    k_reps_max = 9;
@@ -45,8 +47,9 @@ std::optional<double> time_decode(llama_context * ctx, ThreadPools & pools, Batc
         const double  dt = seconds_since(t0);
         // The timed cells are not part of the sequence: dropped again.
         if (!seq.keep(seq.size()) || rc != 0) return std::nullopt;
-        if (r == 0) reps = std::clamp(int(k_budget_s / std::max(dt, 1e-6)), k_reps_min, k_reps_max);
-        else samples.push_back(dt);
+        if (r > 0) samples.push_back(dt);
+        else if (dt > k_budget_s) return dt;
+        else reps = std::clamp(int(k_budget_s / std::max(dt, 1e-6)), k_reps_min, k_reps_max);
     }
     return median(std::move(samples));
 }
@@ -104,6 +107,11 @@ std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools &
     const int32_t prev_threads = llama_n_threads(ctx), prev_batch = llama_n_threads_batch(ctx);
     Batch         batch(k_batch_tokens, 1);
     ThreadChoice  choice;
+    // The first decode of a context allocates its graph: not part of any count's time.
+    if (!candidates.empty() && !time_decode(ctx, pools, batch, candidates.front(), 1, seq, filler)) {
+        pools.attach(ctx, prev_threads, prev_batch);
+        return std::nullopt;
+    }
     auto decode = time_counts(ctx, pools, batch, candidates, 1, seq, filler);
     if (!decode) {
         pools.attach(ctx, prev_threads, prev_batch);

@@ -131,6 +131,7 @@ void Session::choose_threads() {
     pools_.attach(ctx_.get(), threads_.n_threads, threads_.n_threads_batch);
     if (user <= 0 && !threads_.decode.empty() && can_recheck_threads(*model_)) {
         drift_.emplace(chosen_step_s(threads_));
+        next_recheck_ = std::chrono::steady_clock::now() + recheck_gap_;
     }
 
     if (!draft_model_) return;
@@ -151,13 +152,16 @@ void Session::recheck_threads() {
     drift_.reset();
     const std::vector<int32_t> candidates = thread_candidates(usable_cpus());
     if (auto c = calibrate_threads(ctx_.get(), pools_, slots_.front()->kv, 0, candidates)) {
-        threads_ = *c;
+        const bool same = c->n_threads == threads_.n_threads && c->n_threads_batch == threads_.n_threads_batch;
+        recheck_gap_    = same ? std::min(recheck_gap_ * 2, std::chrono::seconds(1800)) : std::chrono::seconds(30);
+        threads_        = *c;
         model_->set_measured_threads(*c);
         std::fprintf(stderr, "specd: a %s model's decode step time drifted; threads now %s\n",
                      model_->info().architecture.c_str(), describe(*c).c_str());
     }
     pools_.attach(ctx_.get(), threads_.n_threads, threads_.n_threads_batch);
     drift_.emplace(chosen_step_s(threads_));
+    next_recheck_ = std::chrono::steady_clock::now() + recheck_gap_;
 }
 
 // llama.cpp asks between micro-batches: a decode stops early only when every request it
@@ -296,7 +300,10 @@ std::vector<SeqFinished> Session::step() {
         const int64_t t_dec = now_ns() - t0;
         in_batch_.clear();
         // One-token steps are what calibration timed: they tell when it no longer holds.
-        if (drift_ && batch_.size() == 1 && drift_->observe(double(t_dec) / 1e9)) recheck_due_ = true;
+        if (drift_ && batch_.size() == 1 && drift_->observe(double(t_dec) / 1e9) &&
+            std::chrono::steady_clock::now() >= next_recheck_) {
+            recheck_due_ = true;
+        }
         if (rc != 0) {
             fail_batch(in_batch, std::make_exception_ptr(
                                      Error(ErrorKind::internal, "llama_decode failed (" + std::to_string(rc) + ")")));

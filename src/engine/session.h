@@ -20,6 +20,7 @@
 #include "spec/depth_controller.h"
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -125,6 +126,10 @@ class Session {
     ThreadChoice                               draft_threads_;
     std::optional<StepDrift>                   drift_; // set while the target's count is a measured one
     bool                                       recheck_due_ = false;
+    // Rechecks are spaced out: at least recheck_gap_ apart, doubling while they keep
+    // confirming the same counts (a machine whose load comes and goes).
+    std::chrono::steady_clock::time_point      next_recheck_{};
+    std::chrono::seconds                       recheck_gap_{30};
 };
 
 // The Ollama truncation rule: keep the first `num_keep` tokens, drop the oldest of the rest
