@@ -332,7 +332,7 @@ void Server::register_routes() {
             const uint64_t size = std::max<uint64_t>(m.size_bytes, breakdown["total"].get<uint64_t>());
             json j = {{"name", m.name}, {"model", m.name}, {"size", size}, {"size_vram", 0},
                       {"digest", bare_digest(m.digest)}, {"context_length", m.context_length},
-                      {"details", {{"format", "gguf"}, {"family", m.family}, {"families", json::array({m.family})},
+                      {"details", {{"parent_model", ""}, {"format", "gguf"}, {"family", m.family}, {"families", json::array({m.family})},
                                    {"parameter_size", m.parameter_size}, {"quantization_level", m.quantization_level}}}};
             // Ollama shows a far-future time for models kept forever.
             j["expires_at"] = m.expires_at ? format_time(*m.expires_at) : "2318-01-01T00:00:00Z";
@@ -409,6 +409,7 @@ void Server::serve_generation(const httplib::Request & req, httplib::Response & 
     d.request.context.num_ctx = cfg_.default_num_ctx;
     apply_options(m.params, d.options, d.request);
     if (cfg_.no_draft) d.request.generate.draft_num_predict = 0;
+    if (cfg_.unseeded_rejection && d.request.generate.sampling.seed < 0) d.request.generate.rejection_sampling = true;
     auto reader = std::make_shared<AnswerReader>(prepare_answer(d));
 
     std::shared_ptr<GenerationWriter> writer = make_writer(m.files.name);

@@ -62,6 +62,10 @@ int cmd_serve(const Args & args) {
         if (const char * key = std::getenv("SPECD_API_KEY"); key && *key) cfg.api_key = key;
         if (auto v = setting("NO_DRAFT"); v && *v != "0" && *v != "false") cfg.no_draft = true;
         if (auto v = setting("MAX_QUEUE")) cfg.scheduler.max_queue = std::stoul(*v);
+        if (auto v = setting("UNSEEDED_SAMPLING")) {
+            if (*v == "rejection") cfg.unseeded_rejection = true;
+            else if (*v != "seeded") throw std::invalid_argument("UNSEEDED_SAMPLING must be seeded or rejection, not \"" + *v + "\"");
+        }
         if (auto v = setting("CONTEXT_LENGTH")) {
             cfg.default_num_ctx = std::stoi(*v);
             if (cfg.default_num_ctx < 1 || cfg.default_num_ctx > api::k_max_num_ctx) {

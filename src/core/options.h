@@ -49,6 +49,10 @@ struct GenerateOptions {
     // Tests and benchmarks only (not reachable from the API): draft exactly this many tokens
     // every round instead of asking the depth controller.
     std::optional<int32_t>   draft_fixed_k;
+    // Verify drafts by rejection sampling instead of comparing them with the target's seeded
+    // draw: exact too, but the text then depends on what was drafted. The API sets it only for
+    // requests without a seed, and only with SPECD_UNSEEDED_SAMPLING=rejection.
+    bool                     rejection_sampling = false;
     // Report each answer token's log-probability with this many alternatives (0..20);
     // -1: none (computing them costs O(n_vocab) per token).
     int32_t                  logprobs = -1;

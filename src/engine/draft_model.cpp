@@ -88,9 +88,10 @@ bool DraftModel::decode() {
     return false;
 }
 
-spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int k, spec::Rng & rng,
-                                   const grammar::Constraint * constraint) {
-    spec::Proposal out;
+spec::Proposal DraftModel::propose(const spec::DraftRequest & req) {
+    const std::span<const spec::token_id> history = req.history;
+    const int                             k       = req.k;
+    spec::Proposal                        out;
     if (k <= 0 || history.empty() || !sampler_) return out;
     Sampler & sampler = *sampler_;
 
@@ -124,10 +125,10 @@ spec::Proposal DraftModel::propose(std::span<const spec::token_id> history, int 
         kv_.appended(history.subspan(from, i - from));
     }
 
-    sampler.set_constraint(constraint ? std::make_unique<grammar::Constraint>(constraint->clone()) : nullptr);
+    sampler.set_constraint(req.constraint ? std::make_unique<grammar::Constraint>(req.constraint->clone()) : nullptr);
     for (int j = 0; j < k; ++j) {
-        spec::TokenDist q = sampler.distribution(ctx_.get(), idx);
-        const llama_token t = sampler.greedy() ? q.ids[0] : q.draw(spec::uniform01(rng));
+        spec::TokenDist   q = sampler.distribution(ctx_.get(), idx);
+        const llama_token t = sampler.greedy() ? q.ids[0] : spec::seeded_draw(q, req.seed, req.first_index + j);
         if (model_->is_eog(t)) break; // the target decides where the answer ends
         if (j + 1 < k) sampler.accept(t); // the grammar copy follows the draft
         out.tokens.push_back(t);

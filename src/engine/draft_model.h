@@ -29,10 +29,10 @@ class DraftModel final : public spec::Drafter {
     // and the flag that cancels it.
     void begin_request(const SamplingOptions & sampling, const std::atomic<bool> * cancel);
 
-    // Samples under a copy of `constraint` when there is one: a draft that keeps to the
-    // grammar is not cut, and its distribution q is the masked one the target compares with.
-    spec::Proposal propose(std::span<const spec::token_id> history, int k, spec::Rng & rng,
-                           const grammar::Constraint * constraint) override;
+    // Samples under a copy of the request's constraint when there is one: a draft that keeps
+    // to the grammar is not cut, and its distribution q is the masked one the target compares
+    // with. Above temperature 0 it draws with the request's seeded noise (spec/seeded_draw).
+    spec::Proposal propose(const spec::DraftRequest & req) override;
 
     // Thread counts: timed on this draft's own context (before its first proposal, while it
     // holds nothing), or taken as given. The pools must outlive this draft.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 
 namespace specd::engine {
 
@@ -17,13 +18,25 @@ std::optional<int> draft_cap(const GenerateOptions & opts) {
     return std::nullopt;
 }
 
+// A seed given is kept; a request without one gets a fresh random seed (reported nowhere).
+TokenChoice token_choice(const GenerateOptions & opts, bool greedy) {
+    const bool seeded = opts.sampling.seed >= 0;
+    uint64_t   seed   = static_cast<uint64_t>(opts.sampling.seed);
+    if (!seeded) {
+        std::random_device rd;
+        seed = (uint64_t(rd()) << 32) ^ rd();
+    }
+    return {.greedy = greedy, .seed = seed, .rejection = opts.rejection_sampling};
+}
+
 } // namespace
 
 RequestRun::RequestRun(const RunEnv & env, SequenceSlot & slot, uint64_t id, MultimodalPrompt prompt,
                        GenerateOptions opts, TextSink emit, LogprobSink emit_logprobs, const std::atomic<bool> & cancel) :
     id(id), slot(slot), cancel(cancel), env_(env), mm_(std::move(prompt)), opts_(std::move(opts)),
     emit_(std::move(emit)), emit_logprobs_(std::move(emit_logprobs)),
-    sampler_(env.model, opts_.sampling, opts_.grammar), rng_(make_rng(opts_.sampling.seed)),
+    sampler_(env.model, opts_.sampling, opts_.grammar), choice_(token_choice(opts_, sampler_.greedy())),
+    rng_(choice_.seed),
     depth_(env.prior, draft_cap(opts_), spec::DepthConfig{.k_max = k_spec_max, .fixed_k = opts_.draft_fixed_k.value_or(-1)}),
     out_(env.model, opts_, emit_, emit_logprobs_) {
     const std::vector<llama_token> & prompt_tokens = mm_.tokens;
@@ -85,8 +98,13 @@ bool RequestRun::add_round() {
     Batch &   batch  = env_.batch;
     const int room   = n_ctx - static_cast<int>(kv.size()) - 1;
     const int budget = std::min({room, out_.remaining() - 1, batch.capacity() - batch.size() - 1});
-    plan_ = plan_round({.grammar = sampler_.constraint(), .last = last_, .history = kv.tokens(), .budget = budget},
-                       depth_, slot.drafters, env_.speller, rng_, cancel);
+    plan_ = plan_round({.grammar     = sampler_.constraint(),
+                        .last        = last_,
+                        .history     = kv.tokens(),
+                        .budget      = budget,
+                        .seed        = choice_.seed,
+                        .first_index = next_index_},
+                       depth_, slot.drafters, env_.speller, cancel);
 
     // 3. The last token plus the forced tokens and drafts, logits for all:
     // (1 + n_forced + n_drafted) positions from the sequence's next one.
@@ -135,17 +153,20 @@ void RequestRun::after_prefill_chunk() {
     result_.stats.prompt_count      = static_cast<int32_t>(tokens.size());
     t1_                             = now_ns();
     result_.stats.prompt_eval_ns    = t1_ - t0_;
-    // The first token comes from the prompt's logits; every later one from a round.
-    phase_ = Phase::generate;
-    last_  = choose(sampler_.distribution(env_.ctx, logits_idx_));
+    // The first token comes from the prompt's logits; every later one from a round. Tokens
+    // are keyed by their index in the prompt + answer sequence (TokenChoice).
+    phase_      = Phase::generate;
+    next_index_ = static_cast<spec::seq_index>(tokens.size());
+    last_       = choice_.draw(sampler_.distribution(env_.ctx, logits_idx_), next_index_++);
     sampler_.accept(last_);
     if (out_.commit(last_, env_.ctx, logits_idx_)) phase_ = Phase::ended;
 }
 
 void RequestRun::after_round(int64_t decode_ns, int batch_runs) {
     // 4. Verify position by position; the sampler's state always matches what is committed.
-    const RoundOutcome outcome = verify_round(plan_, last_, logits_idx_, env_.ctx, sampler_, out_, env_.speller,
-                                              env_.model, rng_);
+    const RoundOutcome outcome = verify_round(plan_, last_, logits_idx_, next_index_, choice_, env_.ctx, sampler_,
+                                              out_, env_.speller, env_.model, rng_);
+    next_index_ += outcome.n_accepted + 1;
 
     // 5. The KV keeps the last token and the accepted prefix; the rest of the round goes.
     // `next` is the new last token (not decoded yet).
@@ -166,10 +187,6 @@ void RequestRun::after_round(int64_t decode_ns, int batch_runs) {
     g.truncated_rounds += plan_.grammar.truncated_rounds;
     g.truncated_tokens += plan_.grammar.truncated_tokens;
     depth_.observe(observation(plan_, outcome, decode_ns, batch_runs));
-}
-
-llama_token RequestRun::choose(const spec::TokenDist & p) {
-    return sampler_.greedy() ? p.ids[0] : p.draw(spec::uniform01(rng_));
 }
 
 } // namespace specd::engine

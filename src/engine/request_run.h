@@ -82,7 +82,6 @@ class RequestRun {
     void        begin_prefill();
     void        after_prefill_chunk();
     void        after_round(int64_t decode_ns, int batch_runs);
-    llama_token choose(const spec::TokenDist & p);
 
     const RunEnv &        env_;
     MultimodalPrompt      mm_;
@@ -91,7 +90,8 @@ class RequestRun {
     LogprobSink           emit_logprobs_;
     GenerateResult        result_;
     Sampler               sampler_;
-    spec::Rng             rng_;
+    TokenChoice           choice_;
+    spec::Rng             rng_; // rejection sampling only
     spec::DepthController depth_;
     GenerationOutput      out_;
     Phase                 phase_     = Phase::prefill;
@@ -106,8 +106,9 @@ class RequestRun {
     size_t next_image_      = 0;
 
     // The round in the step's batch.
-    llama_token last_       = -1; // committed, not decoded yet
-    int32_t     logits_idx_ = -1; // the batch index of `last_` (prefill: of the prompt's last token)
+    llama_token     last_       = -1; // committed, not decoded yet
+    int32_t         logits_idx_ = -1; // the batch index of `last_` (prefill: of the prompt's last token)
+    spec::seq_index next_index_ = 0;  // the sequence index of the next token chosen
     RoundPlan   plan_;
 };
 

@@ -30,7 +30,7 @@ void find_forced(const grammar::Constraint & state, llama_token prev, int max_to
 } // namespace
 
 RoundPlan plan_round(const RoundInputs & in, spec::DepthController & depth, spec::Drafter & drafters,
-                     const ForcedSpeller & speller, spec::Rng & rng, const std::atomic<bool> & cancel) {
+                     const ForcedSpeller & speller, const std::atomic<bool> & cancel) {
     RoundPlan     plan;
     const int64_t t0 = now_ns();
     std::optional<grammar::Constraint> after_forced;
@@ -57,7 +57,11 @@ RoundPlan plan_round(const RoundInputs & in, spec::DepthController & depth, spec
         std::vector<llama_token> history(in.history.begin(), in.history.end());
         history.push_back(in.last);
         history.insert(history.end(), plan.tokens.begin(), plan.tokens.end());
-        spec::Proposal proposal = drafters.propose(history, k, rng, state);
+        spec::Proposal proposal = drafters.propose({.history     = history,
+                                                    .k           = k,
+                                                    .constraint  = state,
+                                                    .seed        = in.seed,
+                                                    .first_index = in.first_index + plan.n_forced});
         if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
         const int64_t tg0 = now_ns();
         // Prompt lookup copies what followed a match in the history, image positions
@@ -82,22 +86,23 @@ RoundPlan plan_round(const RoundInputs & in, spec::DepthController & depth, spec
     return plan;
 }
 
-RoundOutcome verify_round(const RoundPlan & plan, llama_token last, int32_t idx0, llama_context * ctx,
-                          Sampler & sampler, GenerationOutput & out, ForcedSpeller & speller, const Model & model,
-                          spec::Rng & rng) {
+RoundOutcome verify_round(const RoundPlan & plan, llama_token last, int32_t idx0, spec::seq_index first_index,
+                          const TokenChoice & choice, llama_context * ctx, Sampler & sampler, GenerationOutput & out,
+                          ForcedSpeller & speller, const Model & model, spec::Rng & rng) {
     RoundOutcome     o;
     std::string_view forced_rest = plan.forced_text; // what is still forced at position i < n_forced
     for (size_t i = 0; i <= plan.tokens.size(); ++i) {
         const int32_t         idx      = idx0 + static_cast<int32_t>(i);
         const spec::TokenDist p        = sampler.distribution(ctx, idx);
         bool                  accepted = false;
-        if (i < plan.tokens.size()) {
-            const auto v = sampler.greedy() ? spec::verify_greedy(plan.tokens[i], p.ids[0])
-                                            : spec::verify_stochastic(plan.tokens[i], p, plan.dists[i], rng);
-            accepted = v.accepted;
-            o.next   = v.token;
+        if (i < plan.tokens.size() && choice.rejection && !choice.greedy) {
+            const auto v = spec::verify_stochastic(plan.tokens[i], p, plan.dists[i], rng);
+            accepted     = v.accepted;
+            o.next       = v.token;
         } else {
-            o.next = sampler.greedy() ? p.ids[0] : p.draw(spec::uniform01(rng));
+            // The target's own choice at this index decides; the draft is kept where it agrees.
+            o.next   = choice.draw(p, first_index + static_cast<spec::seq_index>(i));
+            accepted = i < plan.tokens.size() && o.next == plan.tokens[i];
         }
         sampler.accept(o.next);
         if (i < size_t(plan.n_forced)) {

@@ -16,6 +16,7 @@
 #include "grammar/constraint.h"
 #include "spec/depth_controller.h"
 #include "spec/drafter.h"
+#include "spec/seeded_draw.h"
 
 #include <atomic>
 #include <span>
@@ -41,6 +42,21 @@ struct RoundPlan {
     int n_drafted() const { return static_cast<int>(tokens.size()) - n_forced; }
 };
 
+// How a request chooses each token: the argmax at temperature 0, otherwise the seeded draw at
+// the token's sequence index (spec/seeded_draw), so that a seed gives one text whatever was
+// drafted; a draft is accepted where it equals that choice. `rejection`: drafts are verified
+// by rejection sampling instead (exact too, but the text then depends on what was drafted),
+// (GenerateOptions::rejection_sampling; the API allows it only for requests without a seed).
+struct TokenChoice {
+    bool     greedy    = true;
+    uint64_t seed      = 0;
+    bool     rejection = false;
+
+    spec::token_id draw(const spec::TokenDist & p, spec::seq_index index) const {
+        return greedy ? p.ids[0] : spec::seeded_draw(p, seed, index);
+    }
+};
+
 // What verification decided.
 struct RoundOutcome {
     int         n_accepted = 0;  // longest accepted prefix of plan.tokens
@@ -54,6 +70,8 @@ struct RoundInputs {
     llama_token                  last    = -1;      // committed, decoded by this round
     std::span<const llama_token> history;           // the sequence's tokens before `last`
     int                          budget  = 0;       // positions the round may add after `last`
+    uint64_t                     seed    = 0;       // the request's draw seed (TokenChoice)
+    spec::seq_index              first_index = 0;   // the sequence index of the token after `last`
 };
 
 // Plans the round: the text the grammar forces from here (free: no model ran to find it), as
@@ -61,15 +79,16 @@ struct RoundInputs {
 // `drafters` under the grammar's state after that text, cut at the first illegal token.
 // Throws specd::Error(cancelled) when `cancel` is set while drafting.
 RoundPlan plan_round(const RoundInputs & in, spec::DepthController & depth, spec::Drafter & drafters,
-                     const ForcedSpeller & speller, spec::Rng & rng, const std::atomic<bool> & cancel);
+                     const ForcedSpeller & speller, const std::atomic<bool> & cancel);
 
 // Verifies `plan` against the target's distributions at batch indices idx0 (for `last`)
-// .. idx0 + plan.tokens.size() of `ctx`: greedy, or exact rejection sampling. Every chosen
-// token is accepted into `sampler` and committed to `out`; where forced text was verified,
-// `speller` learns how the target spelled it.
-RoundOutcome verify_round(const RoundPlan & plan, llama_token last, int32_t idx0, llama_context * ctx,
-                          Sampler & sampler, GenerationOutput & out, ForcedSpeller & speller, const Model & model,
-                          spec::Rng & rng);
+// .. idx0 + plan.tokens.size() of `ctx`, the first of them choosing the token at sequence
+// index `first_index`. Every chosen token is accepted into `sampler` and committed to `out`;
+// where forced text was verified, `speller` learns how the target spelled it. `rng` serves
+// rejection sampling only.
+RoundOutcome verify_round(const RoundPlan & plan, llama_token last, int32_t idx0, spec::seq_index first_index,
+                          const TokenChoice & choice, llama_context * ctx, Sampler & sampler, GenerationOutput & out,
+                          ForcedSpeller & speller, const Model & model, spec::Rng & rng);
 
 // The round as the depth controller sees it: `decode_ns` is the whole step's decode, shared
 // by `batch_runs` requests.

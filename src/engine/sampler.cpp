@@ -28,10 +28,6 @@ class ScopedTimer {
 
 } // namespace
 
-spec::Rng make_rng(int64_t seed) {
-    return spec::Rng(seed < 0 ? std::random_device{}() : static_cast<uint64_t>(seed));
-}
-
 Sampler::Sampler(const Model & model, const SamplingOptions & o, const std::string & grammar, bool penalties) :
     vocab_(model.vocab()), greedy_(o.temperature <= 0.0f) {
     if (!grammar.empty()) constraint_ = std::make_unique<grammar::Constraint>(model.vocab_index(), grammar);

@@ -54,7 +54,4 @@ class Sampler {
     std::vector<llama_token_data> cur_; // (n_vocab) candidates, reused between calls
 };
 
-// The generator for a request's seed (-1: a random one).
-spec::Rng make_rng(int64_t seed);
-
 } // namespace specd::engine

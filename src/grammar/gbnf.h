@@ -67,4 +67,10 @@ std::string gbnf_seq(const std::vector<std::string> & parts);
 // An alternation as one unit: "(a | b)", or "(a | b)?" when an alternative is empty.
 std::string gbnf_alt(const std::vector<std::string> & alts);
 
+// A JSON number's optional exponent, at most 292: with at most 16 integer digits (and any
+// fraction) every number a grammar allows stays finite as a double (below 1.8e308), so a
+// schema validator never reads one as Infinity.
+constexpr const char * k_gbnf_json_exponent =
+    R"(([eE] [-+]? ([0-9]{1,2} | "1" [0-9]{2} | "2" [0-8] [0-9] | "29" [0-2]))?)";
+
 } // namespace specd::grammar

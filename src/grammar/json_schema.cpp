@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/json_depth.h"
+#include "grammar/gbnf.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,7 +18,7 @@ object ::= "{" ws (string ":" ws value ("," ws string ":" ws value)*)? ws "}"
 array ::= "[" ws (value ("," ws value)*)? ws "]"
 string ::= "\"" char* "\""
 char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
-number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?
+number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? )" + std::string(k_gbnf_json_exponent) + R"(
 ws ::= | " " | "\n"{1,2} [ \t]{0,20}
 )";
 }

@@ -275,7 +275,7 @@ class Compiler {
 
     std::string number_rule() {
         return prim("number", "\"-\"? " + int_digits() + " (\".\" [0-9]{1," + std::to_string(k_max_int_digits) +
-                                  "})? ([eE] [-+]? [0-9]{1,3})?");
+                                  "})? " + k_gbnf_json_exponent);
     }
 
     // Any JSON value, compact.

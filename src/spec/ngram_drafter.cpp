@@ -22,9 +22,9 @@ std::vector<token_id> NgramDrafter::lookup(std::span<const token_id> history, in
     return {};
 }
 
-Proposal NgramDrafter::propose(std::span<const token_id> history, int k, Rng &, const grammar::Constraint *) {
+Proposal NgramDrafter::propose(const DraftRequest & req) {
     Proposal p;
-    p.tokens = lookup(history, k);
+    p.tokens = lookup(req.history, req.k);
     for (token_id t : p.tokens) p.dists.push_back(TokenDist::point(t));
     return p;
 }

@@ -23,8 +23,7 @@ class NgramDrafter final : public Drafter {
 
     // lookup() as point-mass proposals: the drafter is deterministic.
     // Prompt lookup does not read the grammar: its runs are cut by the round.
-    Proposal propose(std::span<const token_id> history, int k, Rng & rng,
-                     const grammar::Constraint * constraint) override;
+    Proposal propose(const DraftRequest & req) override;
 
   private:
     NgramConfig cfg_;

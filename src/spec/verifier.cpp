@@ -4,10 +4,6 @@
 
 namespace specd::spec {
 
-PositionVerdict verify_greedy(token_id drafted, token_id target_choice) {
-    return {drafted == target_choice, target_choice};
-}
-
 TokenDist residual(const TokenDist & p, const TokenDist & q) {
     TokenDist r;
     double    z = 0.0;

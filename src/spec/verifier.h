@@ -1,8 +1,8 @@
 #pragma once
-// Verification of one draft position against the target (DESIGN.md, "One decode round",
-// step 4). Greedy: accept when the draft equals the target's choice. Stochastic: speculative
-// (rejection) sampling, so the accepted-or-resampled token is distributed exactly as a draw
-// from the target's own distribution p, whatever the draft's distribution q was.
+// Rejection sampling of one draft position against the target (DESIGN.md, "One decode round",
+// step 4): the accepted-or-resampled token is distributed exactly as a draw from the
+// target's own distribution p, whatever the draft's distribution q was. (Greedy and seeded
+// requests verify by equality with the target's own choice: engine/round.)
 #include "spec/token_dist.h"
 
 namespace specd::spec {
@@ -11,9 +11,6 @@ struct PositionVerdict {
     bool     accepted = false;
     token_id token    = -1; // the draft token when accepted, else the target's replacement
 };
-
-// Greedy: `target_choice` is the target's argmax at this position.
-PositionVerdict verify_greedy(token_id drafted, token_id target_choice);
 
 // Stochastic: accept `drafted` with probability min(1, p(x) / q(x)); otherwise draw from the
 // residual max(0, p - q), renormalised. `q` is the distribution the draft was drawn from.

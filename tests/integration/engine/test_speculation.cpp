@@ -139,8 +139,10 @@ TEST(Speculation, ContextShiftWithDrafting) {
     EXPECT_EQ(b.text, a.text);
 }
 
-// Sampling with speculation draws from the same distribution: a two-sample chi-square test
-// on the token at a drafted position, over many seeds, with and without drafting.
+// Sampling with speculation verified by rejection sampling (what unseeded requests may use,
+// SPECD_UNSEEDED_SAMPLING=rejection) draws from the same distribution: a two-sample
+// chi-square test on the token at a drafted position, over many seeds, with and without
+// drafting. (With the default seeded draw the tokens are identical: test_seeded_sampling.)
 TEST(Speculation, SampledOutputHasTheSameDistribution) {
     auto    target = fixtures::shared_model("pair-target.gguf");
     auto    draft  = fixtures::shared_model("pair-draft.gguf");
@@ -161,6 +163,7 @@ TEST(Speculation, SampledOutputHasTheSameDistribution) {
             o.sampling.top_p       = 1.0f;
             o.sampling.seed        = 1000 + seed;
             o.draft_fixed_k        = mode == 0 ? 0 : 3;
+            o.rejection_sampling   = mode == 1;
             const auto out = run(mode == 0 ? plain : spec, tokens, o);
             ASSERT_EQ(out.result.stats.eval_count, probe + 2);
             ++counts[out.result.context[tokens.size() + probe]][mode];

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 
 using namespace specd;
 using grammar_test::check_gbnf;
@@ -175,6 +176,21 @@ TEST(SchemaGrammar, NumberBounds) {
     check({"(-1,1)", R"({"type":"number","exclusiveMinimum":-1,"exclusiveMaximum":1})", {"0", "-0.5", "0.99", "-0.001"},
            {"1", "-1", "1.0", "-1.0"}});
     check({"plain", R"({"type":"number"})", {"1", "-1.5", "1e10", "2.5E-3", "0.25"}, {"01", "1.", ".5", "+1"}});
+}
+
+// Every number a grammar allows is finite as a double: exponents stop at 292, where the
+// largest number the grammar can spell is still below DBL_MAX (1.8e308).
+TEST(SchemaGrammar, NumbersStayFiniteAsDoubles) {
+    const std::string largest = "-9999999999999999.9999999999999999e+292";
+    const std::vector<std::string> pass = {"1e292", "1E-292", "9999999999999999e292", largest, "1e99", "5e09", "1e0"};
+    const std::vector<std::string> fail = {"1e293", "1e300", "-9987499874998749E499", "1e999", "1e0292"};
+    check({"number", R"({"type":"number"})", pass, fail});
+    check({"array of numbers", R"({"type":"array","items":{"type":"number"}})", {"[" + largest + "]"}, {"[1e293]"}});
+    check_gbnf("format json", grammar::json_object_grammar(), {"{\"a\":" + largest + "}"}, {"{\"a\":1e293}"});
+    for (const auto & text : pass) {
+        const double v = nlohmann::json::parse(text).get<double>();
+        EXPECT_TRUE(std::isfinite(v)) << text << " parses as " << v;
+    }
 }
 
 TEST(SchemaGrammar, StringLengths) {

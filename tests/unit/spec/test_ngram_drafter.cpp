@@ -31,9 +31,9 @@ TEST(NgramDrafter, RepeatingRunContinues) {
 }
 
 TEST(NgramDrafter, ProposalsArePointMasses) {
-    NgramDrafter d;
-    Rng          rng(1);
-    const auto   p = d.propose(std::vector<token_id>{1, 2, 3, 1, 2}, 2, rng, nullptr);
+    NgramDrafter                d;
+    const std::vector<token_id> history{1, 2, 3, 1, 2};
+    const auto                  p = d.propose({.history = history, .k = 2});
     ASSERT_EQ(p.tokens, (std::vector<token_id>{3, 1}));
     ASSERT_EQ(p.dists.size(), 2u);
     EXPECT_FLOAT_EQ(p.dists[0].prob_of(3), 1.0f);

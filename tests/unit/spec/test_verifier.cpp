@@ -25,13 +25,6 @@ double chi_square(const std::map<token_id, int> & counts, const TokenDist & p, i
 
 } // namespace
 
-TEST(Verifier, GreedyAcceptsOnlyTheTargetsChoice) {
-    EXPECT_TRUE(verify_greedy(5, 5).accepted);
-    auto v = verify_greedy(5, 7);
-    EXPECT_FALSE(v.accepted);
-    EXPECT_EQ(v.token, 7);
-}
-
 TEST(Verifier, RejectionSamplingPreservesTheTargetDistribution) {
     const TokenDist p{{1, 2, 3, 4}, {0.5f, 0.25f, 0.15f, 0.10f}};
     const std::vector<TokenDist> drafts = {
