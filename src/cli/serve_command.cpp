@@ -1,6 +1,8 @@
+#include "api/ollama_request.h"
 #include "api/server.h"
 #include "cli/commands.h"
 #include "core/settings.h"
+#include "http/limits.h"
 #include "engine/session.h"
 #include "scheduler/load_estimate.h"
 
@@ -68,7 +70,7 @@ int cmd_serve(const Args & args) {
                 throw std::invalid_argument("CONTEXT_LENGTH must be between 1 and " + std::to_string(api::k_max_num_ctx));
             }
         }
-        if (auto v = setting("MAX_BODY")) cfg.max_body_bytes = parse_byte_size(*v);
+        cfg.limits = http::limits_from_env();
         if (auto v = setting("PROMPT_CACHE")) cfg.prompt_cache_bytes = *v == "0" ? 0 : parse_byte_size(*v);
         cfg.scheduler.default_keep_alive = default_keep_alive();
         // Loaded models may use most of the machine's memory; the rest is left to the system.
