@@ -24,14 +24,18 @@ void install_route_guard(http::Router & router, const ServerConfig & cfg, const 
             return true;
         }
         const std::string origin = req.headers.get("Origin");
+        if (!origin.empty() && !cors.allows(origin)) {
+            refuse(req, res, 403, "forbidden: origin not allowed (SPECD_ORIGINS adds allowed origins)");
+            return true;
+        }
         if (req.method == "OPTIONS") {
-            if (origin.empty() || !cors.allows(origin)) {
+            if (origin.empty()) {
                 refuse(req, res, 403, "origin not allowed");
                 return true;
             }
             res.status = 204;
             res.headers.set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS");
-            res.headers.set("Access-Control-Allow-Headers", "Authorization, Content-Type, User-Agent, Accept, X-Requested-With");
+            res.headers.set("Access-Control-Allow-Headers", cors.allowed_headers(req.headers.get("Access-Control-Request-Headers")));
             res.headers.set("Access-Control-Max-Age", "43200");
             return true;
         }
