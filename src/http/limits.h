@@ -1,8 +1,8 @@
 #pragma once
 // How much the transport lets any client hold: time to send a request head, time a silent
 // connection is kept, open connections (all, and per client address), body size, handler
-// threads. Every number has a setting (docs/api.md, Connections); the head's shape limits are
-// fixed.
+// threads. `specd serve` reads the settings (docs/api.md, Connections); the head's shape
+// limits are fixed.
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -32,10 +32,6 @@ struct Limits {
 
 // A duration: "10s", "500ms", "2m", or plain seconds ("10"). Throws std::invalid_argument.
 Millis parse_duration(const std::string & text);
-
-// The defaults overridden by the SPECD_* settings above. Throws std::invalid_argument naming
-// the setting for a value it cannot use.
-Limits limits_from_env();
 
 // Raises the soft limit on open files to the hard limit (Debian's soft default, 1024, is less
 // than the connections allowed) and returns the soft limit now in force.

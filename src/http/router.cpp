@@ -1,7 +1,5 @@
 #include "http/router.h"
 
-#include <nlohmann/json.hpp>
-
 namespace specd::http {
 
 void Router::add(std::string method, std::string path, Handler handler, BodyMode body) {
@@ -31,7 +29,7 @@ void Router::refuse(const Request & req, int status, const std::string & message
     if (error_writer_) {
         error_writer_(req, status, message, res);
     } else {
-        res.set_content(nlohmann::json{{"error", message}}.dump(), "application/json; charset=utf-8");
+        res.set_content(message, "text/plain; charset=utf-8");
     }
 }
 

@@ -41,7 +41,8 @@ class Router {
     using Guard = std::function<bool(const Request &, Response &)>;
     // Adds headers to every answer before its head is sent.
     using Decorator = std::function<void(const Request &, Response &)>;
-    // The body of a refusal (status, message) in the shape of the request's API.
+    // The body of a refusal (status, message) in the shape of the request's API (without
+    // one: the message as plain text).
     using ErrorWriter = std::function<void(const Request &, int status, const std::string & message, Response &)>;
     // Turns what a handler threw (before it streamed anything) into an answer.
     using ExceptionMapper = std::function<void(const Request &, const std::exception &, Response &)>;

@@ -26,8 +26,9 @@ async function waitFor(cond, ms) {
 }
 
 describe('idle and slowloris connections', () => {
-  // A short head deadline keeps the test short; the default is 10 s.
-  const HEAD_MS = 3000;
+  // A short head deadline keeps the test short (the default is 10 s), with room to open
+  // 1,200 connections on a busy machine before the first ones reach it.
+  const HEAD_MS = 5000;
   const h = useServer({ env: { SPECD_HEAD_TIMEOUT: `${HEAD_MS}ms` } });
 
   test('200 idle + 1000 slowloris: /api/version under 1 s, a generate completes, threads bounded, all closed by the head deadline', async () => {
@@ -39,7 +40,7 @@ describe('idle and slowloris connections', () => {
     const flood = await openFlood(h.srv.port, { idle: 200, slow: 1000, dripMs: 2000 });
     try {
       const openMs = Date.now() - t0;
-      assert.ok(openMs < HEAD_MS / 2, `opening 1200 connections took ${openMs} ms: too slow for this test`);
+      assert.ok(openMs < HEAD_MS - 2000, `opening 1200 connections took ${openMs} ms: too slow for this test`);
       assert.equal(flood.open(), 1200, 'every connection is open before its deadline');
 
       const latencies = [];
