@@ -21,6 +21,8 @@ constexpr size_t k_read_size = 16 * 1024;
 constexpr size_t k_max_buffered = Limits::k_max_head + k_read_size;
 // A streamed body reaches its handler in pieces of about this size.
 constexpr size_t k_piece = 256 * 1024;
+// An answer goes out in slices of at most this size, each under the write deadline.
+constexpr size_t k_write_slice = 256 * 1024;
 
 std::string chunk(std::string_view data) {
     char size[20];
@@ -444,29 +446,39 @@ void Connection::write_next() {
         return;
     }
     writing_ = true;
-    // A client that reads nothing for the idle timeout is gone as far as this server cares.
+    // Written a slice at a time, each within the idle timeout: a client that reads nothing
+    // for that long is gone as far as this server cares, one that reads slowly is not.
     write_timer_.expires_after(t_.limits.idle_timeout);
     write_timer_.async_wait([self = shared_from_this()](error_code ec) {
         if (ec || self->write_timer_.expiry() > Clock::now()) return;
         self->close();
     });
-    asio::async_write(socket_, asio::buffer(writes_.front().bytes), [self = shared_from_this()](error_code ec, size_t) {
-        Write done = std::move(self->writes_.front());
-        self->writes_.pop_front();
-        if (ec) {
-            self->writing_ = false;
-            std::deque<Write> failed;
-            failed.swap(self->writes_);
-            self->close();
-            if (done.done) done.done(false);
-            for (auto & w : failed) {
-                if (w.done) w.done(false);
-            }
-            return;
+    const Write & w = writes_.front();
+    asio::async_write(socket_, asio::buffer(w.bytes.data() + w.sent, std::min(w.bytes.size() - w.sent, k_write_slice)),
+                      [self = shared_from_this()](error_code ec, size_t n) { self->on_written(ec, n); });
+}
+
+void Connection::on_written(error_code ec, size_t n) {
+    if (ec) {
+        writing_ = false;
+        std::deque<Write> failed;
+        failed.swap(writes_);
+        close();
+        for (auto & w : failed) {
+            if (w.done) w.done(false);
         }
-        if (done.done) done.done(true);
-        self->write_next();
-    });
+        return;
+    }
+    Write & w = writes_.front();
+    w.sent += n;
+    if (w.sent < w.bytes.size()) {
+        write_next();
+        return;
+    }
+    Write done = std::move(w);
+    writes_.pop_front();
+    if (done.done) done.done(true);
+    write_next();
 }
 
 } // namespace specd::http

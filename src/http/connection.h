@@ -68,6 +68,7 @@ class Connection : public Tracked, public std::enable_shared_from_this<Connectio
     struct Write {
         std::string bytes;
         Done        done;
+        size_t      sent = 0;
     };
 
     void next_request(bool new_connection = false);
@@ -90,6 +91,7 @@ class Connection : public Tracked, public std::enable_shared_from_this<Connectio
 
     void queue_write(std::string bytes, Done done);
     void write_next();
+    void on_written(boost::system::error_code ec, size_t n);
 
     void arm_read_deadline(Millis after);
 

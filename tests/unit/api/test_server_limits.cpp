@@ -184,6 +184,32 @@ TEST_F(ServerLimits, OversizedBodyIsRefusedBeforeContinue) {
     expect_healthy();
 }
 
+// A body within the limit is asked for with "100 Continue" and then read.
+TEST_F(ServerLimits, AcceptableBodyGetsContinue) {
+    const std::string body = R"({"model":"../escape"})";
+    const int         fd   = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in       addr{};
+    addr.sin_family      = AF_INET;
+    addr.sin_port        = htons(static_cast<uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const std::string head = "POST /api/show HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nExpect: 100-continue\r\n"
+                             "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    ASSERT_EQ(send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+    char          buf[4096];
+    std::string   text;
+    for (ssize_t n; text.find("\r\n\r\n") == std::string::npos && (n = recv(fd, buf, sizeof buf, 0)) > 0;) text.append(buf, n);
+    EXPECT_EQ(text, "HTTP/1.1 100 Continue\r\n\r\n");
+    ASSERT_EQ(send(fd, body.data(), body.size(), MSG_NOSIGNAL), static_cast<ssize_t>(body.size()));
+    text.clear();
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) text.append(buf, n);
+    close(fd);
+    EXPECT_EQ(text.rfind("HTTP/1.1 400 ", 0), 0u) << text;
+    EXPECT_NE(text.find("invalid model name"), std::string::npos) << text;
+}
+
 TEST_F(ServerLimits, ChunkedBodyOnAGetRouteIs411) {
     const Reply r = round_trip(port_, get("/api/tags", "Transfer-Encoding: chunked\r\n") + "5\r\nhello\r\n0\r\n\r\n");
     EXPECT_EQ(r.status, 411);
