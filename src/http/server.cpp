@@ -33,6 +33,11 @@ Server::Server(const Router & router, Limits limits) :
 
 Server::~Server() {
     stop();
+    // Operations that stop() cut short (a write to a connection it closed) still hold their
+    // connections: run what is left of them, now that every socket is closed, so that all is
+    // freed. poll() never blocks. run() has returned by now (the caller waited for it).
+    io_->restart();
+    io_->poll();
     listener_.reset();
 }
 

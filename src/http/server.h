@@ -25,6 +25,7 @@ class Server {
     // `router` must outlive the server. The caps are lowered to fit the open-file limit,
     // which is raised to its hard limit first.
     Server(const Router & router, Limits limits);
+    // After stop(), and after run() has returned on its thread.
     ~Server();
 
     // Throws std::runtime_error when the address is taken or unavailable.
