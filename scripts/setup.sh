@@ -6,7 +6,8 @@
 set -euo pipefail
 
 # libssl-dev: llama.cpp's cpp-httplib is built with OpenSSL for https pulls (scripts/llama.sh).
-packages=(cmake ninja-build g++ git ca-certificates openssl libssl-dev libgtest-dev nodejs npm curl "$@")
+# libboost-dev: Boost.Asio and Boost.Beast (header-only) for the HTTP server (src/http).
+packages=(cmake ninja-build g++ git ca-certificates openssl libssl-dev libboost-dev libgtest-dev nodejs npm curl "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

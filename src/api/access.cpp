@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace specd::api {
 
@@ -23,15 +24,25 @@ bool is_ipv4_loopback(std::string_view h) {
     return dots == 3;
 }
 
-// The host part of a Host header: "[::1]:8080" -> "::1", "localhost:11434" -> "localhost".
-std::string strip_port(std::string_view h) {
+// RFC 9110 allows an empty port ("localhost:").
+bool is_port(std::string_view p) {
+    return p.size() <= 5 && std::all_of(p.begin(), p.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// The host part of a Host header: "[::1]:8080" -> "::1", "localhost:11434" -> "localhost";
+// nullopt when what follows the host is not a port ("[::1]evil.com", "localhost:x").
+std::optional<std::string> host_part(std::string_view h) {
     if (!h.empty() && h.front() == '[') {
         const auto close = h.find(']');
-        return std::string(close == std::string_view::npos ? h : h.substr(1, close - 1));
+        if (close == std::string_view::npos) return std::nullopt;
+        const auto rest = h.substr(close + 1);
+        if (!rest.empty() && (rest.front() != ':' || !is_port(rest.substr(1)))) return std::nullopt;
+        return std::string(h.substr(1, close - 1));
     }
-    const auto colon = h.rfind(':');
-    if (colon != std::string_view::npos && h.find(':') == colon) return std::string(h.substr(0, colon));
-    return std::string(h);
+    const auto colon = h.find(':');
+    if (colon == std::string_view::npos) return std::string(h);
+    if (!is_port(h.substr(colon + 1))) return std::nullopt;
+    return std::string(h.substr(0, colon));
 }
 
 bool local_name(const std::string & h) {
@@ -44,7 +55,8 @@ bool is_loopback(std::string_view host) { return local_name(lower(host)); }
 
 bool host_header_allowed(std::string_view host_header) {
     if (host_header.empty()) return true;
-    return local_name(lower(strip_port(host_header)));
+    const auto host = host_part(host_header);
+    return host && local_name(lower(*host));
 }
 
 bool api_key_matches(std::string_view authorization, std::string_view key) {

@@ -1,5 +1,7 @@
 #include "api/cors.h"
 
+#include <algorithm>
+#include <cctype>
 #include <sstream>
 
 namespace specd::api {
@@ -11,7 +13,9 @@ CorsPolicy::CorsPolicy(const std::string & extra) {
             patterns_.push_back(std::string(scheme) + host + ":*");
         }
     }
-    for (const char * p : {"app://*", "file://*", "tauri://*", "vscode-webview://*"}) patterns_.push_back(p);
+    for (const char * p : {"app://*", "file://*", "tauri://*", "vscode-webview://*", "vscode-file://*"}) {
+        patterns_.push_back(p);
+    }
     std::stringstream ss(extra);
     for (std::string item; std::getline(ss, item, ',');) {
         while (!item.empty() && item.front() == ' ') item.erase(item.begin());
@@ -25,6 +29,24 @@ bool CorsPolicy::allows(const std::string & origin) const {
         if (glob_match(p, origin)) return true;
     }
     return false;
+}
+
+std::string CorsPolicy::allowed_headers(std::string_view requested) const {
+    std::string out = "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, OpenAI-Beta";
+    constexpr std::string_view stainless = "x-stainless-";
+    while (!requested.empty()) {
+        const auto comma = requested.find(',');
+        auto       name  = requested.substr(0, comma);
+        requested        = comma == std::string_view::npos ? std::string_view() : requested.substr(comma + 1);
+        while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+        while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+        const bool token = std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '-'; });
+        if (!token || name.size() <= stainless.size() || name.size() > 64) continue;
+        std::string lower(name);
+        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (lower.compare(0, stainless.size(), stainless) == 0) out += ", " + lower;
+    }
+    return out;
 }
 
 bool glob_match(const std::string & pattern, const std::string & text) {

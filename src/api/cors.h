@@ -1,8 +1,10 @@
 #pragma once
 // Which browser origins may call the API (CORS): Ollama's local defaults plus SPECD_ORIGINS
-// (comma-separated, `*` wildcards), so a web UI served from elsewhere must be allowed
-// explicitly.
+// (comma-separated, `*` wildcards; `*` alone allows every site, which lets any page the user
+// visits drive the server). A request whose Origin is not allowed is refused before routing
+// (route_guard.h).
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace specd::api {
@@ -13,6 +15,11 @@ class CorsPolicy {
     explicit CorsPolicy(const std::string & extra);
 
     bool allows(const std::string & origin) const;
+
+    // A preflight's Access-Control-Allow-Headers: what the official clients send from a
+    // browser (Ollama's list), plus the `x-stainless-*` names the preflight asks for (the
+    // openai package's; a list cannot hold a wildcard).
+    std::string allowed_headers(std::string_view requested) const;
 
   private:
     std::vector<std::string> patterns_;

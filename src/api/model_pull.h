@@ -5,18 +5,15 @@
 // {"status":"success"} object with stream false. A client that goes away cancels the pull
 // (its partial downloads are kept for the next one).
 #include "api/json_input.h"
+#include "http/request.h"
+#include "http/response.h"
 #include "models/store.h"
-
-namespace httplib {
-struct Request;
-struct Response;
-} // namespace httplib
 
 namespace specd::api {
 
 // One status line as Ollama writes it (digest, total and completed left out when empty).
 json pull_progress_json(const std::string & status, const std::string & digest, uint64_t total, uint64_t completed);
 
-void serve_pull(models::Store & store, const httplib::Request & req, httplib::Response & res, const json & body);
+void serve_pull(models::Store & store, const http::Request & req, http::Response & res, const json & body);
 
 } // namespace specd::api

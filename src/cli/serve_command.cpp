@@ -1,6 +1,8 @@
+#include "api/ollama_request.h"
 #include "api/server.h"
 #include "cli/commands.h"
 #include "core/settings.h"
+#include "http/limits.h"
 #include "engine/session.h"
 #include "scheduler/load_estimate.h"
 
@@ -35,6 +37,41 @@ int parse_parallel(const std::string & text) {
                                     std::to_string(engine::Session::k_max_parallel) + ", not \"" + text + "\"");
     }
     return n;
+}
+
+size_t parse_count(const std::string & name, const std::string & text) {
+    size_t             used = 0;
+    unsigned long long n    = 0;
+    try {
+        n = std::stoull(text, &used);
+    } catch (const std::exception &) {
+        used = 0;
+    }
+    if (used != text.size() || n == 0 || text.front() == '-') {
+        throw std::invalid_argument(name + " must be a positive number, not \"" + text + "\"");
+    }
+    return static_cast<size_t>(n);
+}
+
+// The transport's limits: the defaults (http/limits.h) under the settings.
+http::Limits connection_limits() {
+    http::Limits l;
+    if (auto v = setting("MAX_BODY")) l.max_body = parse_byte_size(*v);
+    if (auto v = setting("HEAD_TIMEOUT")) {
+        l.head_timeout = http::parse_duration(*v);
+        if (l.head_timeout <= http::Millis(0) || l.head_timeout > http::Limits::k_max_head_timeout) {
+            throw std::invalid_argument("HEAD_TIMEOUT must be above 0 and at most 15s, not \"" + *v + "\"");
+        }
+    }
+    if (auto v = setting("IDLE_TIMEOUT")) {
+        l.idle_timeout = http::parse_duration(*v);
+        if (l.idle_timeout <= http::Millis(0)) throw std::invalid_argument("IDLE_TIMEOUT must be above 0, not \"" + *v + "\"");
+    }
+    if (auto v = setting("MAX_CONNECTIONS")) l.max_connections = parse_count("MAX_CONNECTIONS", *v);
+    if (auto v = setting("MAX_CONNECTIONS_PER_CLIENT")) {
+        l.max_connections_per_client = parse_count("MAX_CONNECTIONS_PER_CLIENT", *v);
+    }
+    return l;
 }
 
 } // namespace
@@ -72,7 +109,7 @@ int cmd_serve(const Args & args) {
                 throw std::invalid_argument("CONTEXT_LENGTH must be between 1 and " + std::to_string(api::k_max_num_ctx));
             }
         }
-        if (auto v = setting("MAX_BODY")) cfg.max_body_bytes = parse_byte_size(*v);
+        cfg.limits = connection_limits();
         if (auto v = setting("PROMPT_CACHE")) cfg.prompt_cache_bytes = *v == "0" ? 0 : parse_byte_size(*v);
         cfg.scheduler.default_keep_alive = default_keep_alive();
         // Loaded models may use most of the machine's memory; the rest is left to the system.

@@ -23,10 +23,13 @@ describe('host header', () => {
   const h = useServer({});
 
   test('a foreign Host is refused with 403, local names pass', async () => {
-    const bad = await get(h.srv.url, '/api/version', { Host: 'evil.example:11434' });
-    assert.equal(bad.status, 403);
-    assert.match(JSON.parse(bad.body).error, /Host header/);
-    for (const host of [`localhost:${h.srv.port}`, `127.0.0.1:${h.srv.port}`, 'app.localhost']) {
+    // What follows a local name must be a port: "[::1]evil.com" names evil.com.
+    for (const host of ['evil.example:11434', '[::1]evil.com', '[::1]:11434.evil.com', 'localhost:evil.com']) {
+      const bad = await get(h.srv.url, '/api/version', { Host: host });
+      assert.equal(bad.status, 403, host);
+      assert.match(JSON.parse(bad.body).error, /Host header/);
+    }
+    for (const host of [`localhost:${h.srv.port}`, `127.0.0.1:${h.srv.port}`, 'app.localhost', `[::1]:${h.srv.port}`]) {
       const ok = await get(h.srv.url, '/api/version', { Host: host });
       assert.equal(ok.status, 200, host);
     }

@@ -10,11 +10,15 @@ TEST(Access, LoopbackListenAddresses) {
 }
 
 TEST(Access, HostHeadersOfALoopbackServer) {
-    for (const char * h : {"localhost:11434", "127.0.0.1:11434", "127.0.0.1", "[::1]:11434", "app.localhost:3000", ""}) {
+    for (const char * h : {"localhost:11434", "127.0.0.1:11434", "127.0.0.1", "[::1]:11434", "[::1]", "app.localhost:3000",
+                           "localhost:", ""}) {
         EXPECT_TRUE(host_header_allowed(h)) << h;
     }
     for (const char * h : {"evil.com", "evil.com:11434", "localhost.evil.com", "127.0.0.1.nip.io:11434", "[2001:db8::1]:80",
-                           "10.0.0.1:11434"}) {
+                           "10.0.0.1:11434",
+                           // What follows the host must be a port, or a local name can carry any other.
+                           "[::1]evil.com", "[::1]:11434evil.com", "[::1].evil.com", "localhost:evil.com",
+                           "127.0.0.1:80:81", "::1", "[::1"}) {
         EXPECT_FALSE(host_header_allowed(h)) << h;
     }
 }

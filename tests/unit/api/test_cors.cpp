@@ -30,3 +30,24 @@ TEST(Cors, GlobMatch) {
     EXPECT_FALSE(glob_match("abc", "abcd"));
     EXPECT_FALSE(glob_match(std::string(50, '*') + "x", std::string(5000, 'a')));
 }
+
+TEST(Cors, OllamaDefaultsIncludeVscodeFile) {
+    CorsPolicy p("");
+    EXPECT_TRUE(p.allows("vscode-file://vscode-app"));
+    EXPECT_TRUE(p.allows("tauri://localhost"));
+    EXPECT_TRUE(p.allows("http://0.0.0.0:8080"));
+    EXPECT_FALSE(p.allows("null"));
+}
+
+TEST(Cors, StarAllowsEveryOrigin) {
+    CorsPolicy p("*");
+    EXPECT_TRUE(p.allows("https://evil.example"));
+}
+
+TEST(Cors, PreflightHeadersAddRequestedStainlessOnes) {
+    CorsPolicy        p("");
+    const std::string h = p.allowed_headers("Authorization, X-Stainless-OS,x-stainless-retry-count, x-other, x-stainless-");
+    EXPECT_EQ(h, "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, OpenAI-Beta, x-stainless-os, "
+                 "x-stainless-retry-count");
+    EXPECT_EQ(p.allowed_headers(""), "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, OpenAI-Beta");
+}

@@ -1,8 +1,7 @@
 // The HTTP layer's limits, driven over a raw socket against an in-process server with an
 // empty model store (no model is loaded): body size by Content-Length, by chunks and before
-// `Expect: 100-continue`; header count and size; URI length. Each refusal is a 4xx with a
-// JSON error naming the limit (but the URI one, see LongUris), and the server answers
-// normally afterwards.
+// `Expect: 100-continue`; header count and size; URI length; malformed framing. Each refusal
+// is a 4xx with a JSON error naming the limit, and the server answers normally afterwards.
 #include "api/server.h"
 
 #include <gtest/gtest.h>
@@ -65,9 +64,8 @@ Reply round_trip(int port, const std::string & request) {
         if (n <= 0) break; // the server may answer (and close) before it has read everything
         sent += static_cast<size_t>(n);
     }
-    // Reads one answer: its head, then Content-Length bytes. Not until the connection closes:
-    // after refusing a request's headers httplib keeps the connection open for its keep-alive
-    // timeout (its answer says "Connection: close", so a client closes it at once).
+    // Reads one answer: its head, then Content-Length bytes (a refusal that closes the
+    // connection lingers a moment for unread input before it closes).
     std::string text;
     char        buf[4096];
     size_t      want = std::string::npos;
@@ -95,7 +93,7 @@ class ServerLimits : public ::testing::Test {
         specd::api::ServerConfig cfg;
         cfg.port           = free_port();
         cfg.models_dir     = dir_;
-        cfg.max_body_bytes = k_limit;
+        cfg.limits.max_body = k_limit;
         port_              = cfg.port;
         server_            = new specd::api::Server(cfg);
         server_->bind();
@@ -186,6 +184,32 @@ TEST_F(ServerLimits, OversizedBodyIsRefusedBeforeContinue) {
     expect_healthy();
 }
 
+// A body within the limit is asked for with "100 Continue" and then read.
+TEST_F(ServerLimits, AcceptableBodyGetsContinue) {
+    const std::string body = R"({"model":"../escape"})";
+    const int         fd   = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in       addr{};
+    addr.sin_family      = AF_INET;
+    addr.sin_port        = htons(static_cast<uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const std::string head = "POST /api/show HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nExpect: 100-continue\r\n"
+                             "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    ASSERT_EQ(send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+    char          buf[4096];
+    std::string   text;
+    for (ssize_t n; text.find("\r\n\r\n") == std::string::npos && (n = recv(fd, buf, sizeof buf, 0)) > 0;) text.append(buf, n);
+    EXPECT_EQ(text, "HTTP/1.1 100 Continue\r\n\r\n");
+    ASSERT_EQ(send(fd, body.data(), body.size(), MSG_NOSIGNAL), static_cast<ssize_t>(body.size()));
+    text.clear();
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) text.append(buf, n);
+    close(fd);
+    EXPECT_EQ(text.rfind("HTTP/1.1 400 ", 0), 0u) << text;
+    EXPECT_NE(text.find("invalid model name"), std::string::npos) << text;
+}
+
 TEST_F(ServerLimits, ChunkedBodyOnAGetRouteIs411) {
     const Reply r = round_trip(port_, get("/api/tags", "Transfer-Encoding: chunked\r\n") + "5\r\nhello\r\n0\r\n\r\n");
     EXPECT_EQ(r.status, 411);
@@ -211,15 +235,36 @@ TEST_F(ServerLimits, HeaderLineOverTheLimitIs400WithJson) {
     expect_healthy();
 }
 
-// llama.cpp builds cpp-httplib with a 32768-byte URI limit, and its line reader drops a
-// request line over 32 KiB before that check: such a request is closed unanswered (httplib
-// gives no hook there). Shorter ones are routed as usual.
+// A target up to 32 KiB is routed; a longer one is a 414, a head over 64 KiB a 431.
 TEST_F(ServerLimits, LongUris) {
     const Reply routed = round_trip(port_, get("/api/" + std::string(30000, 'a')));
     EXPECT_EQ(routed.status, 404);
     EXPECT_EQ(error_of(routed), "not found");
-    const Reply dropped = round_trip(port_, get("/api/" + std::string(40000, 'a')));
-    EXPECT_EQ(dropped.status, 0) << dropped.head;
+    const Reply too_long = round_trip(port_, get("/api/" + std::string(40000, 'a')));
+    EXPECT_EQ(too_long.status, 414) << too_long.head;
+    EXPECT_NE(error_of(too_long).find("longer than 32768 bytes"), std::string::npos) << error_of(too_long);
+    const Reply huge = round_trip(port_, get("/api/" + std::string(70000, 'a')));
+    EXPECT_EQ(huge.status, 431) << huge.head;
+    EXPECT_NE(error_of(huge).find("larger than 65536 bytes"), std::string::npos) << error_of(huge);
+    expect_healthy();
+}
+
+// What the parser refuses: a bad or conflicting Content-Length, a Transfer-Encoding beside
+// a Content-Length (request smuggling), two Host fields.
+TEST_F(ServerLimits, MalformedFramingIs400WithJson) {
+    const std::string head = "POST /api/show HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"Content-Length: -1\r\n\r\n", "Content-Length"},
+        {"Content-Length: 12abc\r\n\r\n", "Content-Length"},
+        {"Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", "Content-Length"},
+        {"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "Transfer-Encoding"},
+        {"Host: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}", "more than one Host"},
+    };
+    for (const auto & [rest, phrase] : cases) {
+        const Reply r = round_trip(port_, head + rest);
+        EXPECT_EQ(r.status, 400) << rest;
+        EXPECT_NE(error_of(r).find(phrase), std::string::npos) << rest << ": " << error_of(r);
+    }
     expect_healthy();
 }
 

@@ -1,0 +1,45 @@
+// The embedding routes: /api/embed, the legacy /api/embeddings and OpenAI's /v1/embeddings.
+// An embedding runs on the model's runner like a generation and is answered whole.
+#include "api/embed_request.h"
+#include "api/event_waiter.h"
+#include "api/http_json.h"
+#include "api/model_catalog.h"
+#include "api/ollama_request.h"
+#include "api/routes.h"
+
+namespace specd::api {
+
+namespace {
+
+void serve_embed(const RouteContext & ctx, const http::Request & req, http::Response & res, EmbedRequest e) {
+    const ServedModel m       = catalog_resolve(ctx.store, e.model);
+    e.request.model           = m.files;
+    e.request.context.num_ctx = ctx.cfg.default_num_ctx;
+    apply_options(m.params, e.options, e.request);
+    auto        job = ctx.scheduler.submit(std::move(e.request));
+    EventWaiter waiter(*job, req);
+    for (auto ev = waiter.next(); ev; ev = waiter.next()) {
+        // Thrown, so that each route's error shape applies.
+        if (ev->kind == scheduler::Event::Kind::error) throw Error(ev->error, ev->text);
+        if (ev->kind == scheduler::Event::Kind::done) {
+            send_json(res, 200, embed_answer_json(e, std::move(ev->done)));
+            return;
+        }
+    }
+}
+
+} // namespace
+
+void add_embed_routes(http::Router & router, RouteContext ctx) {
+    router.post("/api/embed", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
+        serve_embed(ctx, req, res, decode_embed(body));
+    }));
+    router.post("/api/embeddings", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
+        serve_embed(ctx, req, res, decode_embeddings_legacy(body));
+    }));
+    router.post("/v1/embeddings", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
+        serve_embed(ctx, req, res, decode_openai_embed(body));
+    }));
+}
+
+} // namespace specd::api

@@ -1,0 +1,55 @@
+// What the server says about itself: health, version, metrics, memory, loaded models.
+#include "api/http_json.h"
+#include "api/memory_report.h"
+#include "api/model_catalog.h"
+#include "api/ollama_response.h"
+#include "api/routes.h"
+#include "memory/ledger.h"
+#include "metrics/registry.h"
+
+namespace specd::api {
+
+namespace {
+
+json loaded_models_json(const RouteContext & ctx) {
+    json       models = json::array();
+    const auto ledger = memory::process_ledger().snapshot();
+    for (const auto & m : ctx.scheduler.loaded()) {
+        // What the model holds, by bucket; `size` is all of it, as Ollama's counts the KV too.
+        memory::BucketBytes buckets{};
+        for (const auto & mb : ledger.models) {
+            if (mb.owner.id == m.memory_owner) buckets = mb.buckets;
+        }
+        json           breakdown = bucket_json(buckets);
+        const uint64_t size      = std::max<uint64_t>(m.size_bytes, breakdown["total"].get<uint64_t>());
+        json j = {{"name", m.name}, {"model", m.name}, {"size", size}, {"size_vram", 0},
+                  {"digest", bare_digest(m.digest)}, {"context_length", m.context_length},
+                  {"details", {{"parent_model", ""}, {"format", "gguf"}, {"family", m.family}, {"families", json::array({m.family})},
+                               {"parameter_size", m.parameter_size}, {"quantization_level", m.quantization_level}}}};
+        // Ollama shows a far-future time for models kept forever.
+        j["expires_at"] = m.expires_at ? format_time(*m.expires_at) : "2318-01-01T00:00:00Z";
+        j["parallel"]   = m.parallel; // specd's: sequences decoded together (continuous batching)
+        j["threads"]    = {{"decode", m.threads}, {"batch", m.threads_batch}, {"draft", m.draft_threads}};
+        j["memory"]     = std::move(breakdown);
+        models.push_back(std::move(j));
+    }
+    return models;
+}
+
+} // namespace
+
+void add_status_routes(http::Router & router, RouteContext ctx) {
+    router.get("/", [](http::Request &, http::Response & res) { res.set_content("Ollama is running", "text/plain"); });
+    router.get("/api/version", [](http::Request &, http::Response & res) { send_json(res, 200, {{"version", SPECD_VERSION}}); });
+    router.get("/metrics", [ctx](http::Request &, http::Response & res) {
+        res.set_content(metrics::server_metrics().exposition() +
+                            memory_metrics(memory::process_ledger().snapshot(), ctx.prompt_cache.stats()),
+                        "text/plain; version=0.0.4");
+    });
+    router.get("/api/debug/memory", [ctx](http::Request &, http::Response & res) {
+        send_json(res, 200, memory_debug_json(memory::process_ledger().snapshot(), ctx.prompt_cache.stats()));
+    });
+    router.get("/api/ps", [ctx](http::Request &, http::Response & res) { send_json(res, 200, {{"models", loaded_models_json(ctx)}}); });
+}
+
+} // namespace specd::api
