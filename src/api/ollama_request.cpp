@@ -246,6 +246,7 @@ void apply_options(const models::Parameters & model_params, const json & request
                           " (or -1 for no limit, -2 to fill the context)");
     }
     if (p.draft_num_predict) g.draft_num_predict = *p.draft_num_predict;
+    if (p.draft_depth) g.draft_fixed_k = *p.draft_depth;
     if (p.num_keep) g.num_keep = *p.num_keep < 0 ? c.num_ctx : *p.num_keep;
     if (!p.stop.empty()) g.stop = p.stop;
     // The sampler works in 32-bit floats: these bounds keep every logit finite (1e39 is inf

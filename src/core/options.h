@@ -46,8 +46,8 @@ struct GenerateOptions {
     // Caps the speculation depth for this request; 0 turns drafting off, -1 leaves the
     // depth to the controller.
     int32_t                  draft_num_predict = -1;
-    // Tests and benchmarks only (not reachable from the API): draft exactly this many tokens
-    // every round instead of asking the depth controller.
+    // Draft exactly this many tokens every round (at most draft_num_predict) instead of
+    // asking the depth controller, like llama-server's fixed draft depth; options.draft_depth.
     std::optional<int32_t>   draft_fixed_k;
     // Verify drafts by rejection sampling instead of comparing them with the target's seeded
     // draw: exact too, but the text then depends on what was drafted. The API sets it only for

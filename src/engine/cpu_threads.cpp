@@ -54,7 +54,7 @@ std::optional<double> time_decode(llama_context * ctx, ThreadPools & pools, Batc
     return median(std::move(samples));
 }
 
-// Times `candidates` from the largest down, stopping once fewer threads are clearly slower.
+// Times `candidates` in order (smallest first), stopping once more threads are clearly slower.
 std::optional<std::vector<ThreadTiming>> time_counts(llama_context * ctx, ThreadPools & pools, Batch & batch,
                                                      std::span<const int32_t> candidates, int32_t n_tokens,
                                                      KvSequence & seq, llama_token filler) {
@@ -63,7 +63,7 @@ std::optional<std::vector<ThreadTiming>> time_counts(llama_context * ctx, Thread
         const auto t = time_decode(ctx, pools, batch, n, n_tokens, seq, filler);
         if (!t) return std::nullopt;
         out.push_back({n, *t});
-        if (!worth_going_lower(out)) break;
+        if (!worth_going_on(out)) break;
     }
     return out;
 }
@@ -107,11 +107,6 @@ std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools &
     const int32_t prev_threads = llama_n_threads(ctx), prev_batch = llama_n_threads_batch(ctx);
     Batch         batch(k_batch_tokens, 1);
     ThreadChoice  choice;
-    // The first decode of a context allocates its graph: not part of any count's time.
-    if (!candidates.empty() && !time_decode(ctx, pools, batch, candidates.front(), 1, seq, filler)) {
-        pools.attach(ctx, prev_threads, prev_batch);
-        return std::nullopt;
-    }
     auto decode = time_counts(ctx, pools, batch, candidates, 1, seq, filler);
     if (!decode) {
         pools.attach(ctx, prev_threads, prev_batch);
@@ -123,7 +118,12 @@ std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools &
     for (const ThreadTiming & t : choice.decode) best_step = std::min(best_step, t.step_s);
     choice.n_threads_batch = choice.n_threads;
     if (best_step < k_batch_skip_s) {
-        auto timed = time_counts(ctx, pools, batch, candidates, k_batch_tokens, seq, filler);
+        // Batches are timed on the counts whose one-token step was within reach of the best.
+        std::vector<int32_t> near;
+        for (const ThreadTiming & t : choice.decode) {
+            if (t.step_s <= 2.0 * best_step) near.push_back(t.n_threads);
+        }
+        auto timed = time_counts(ctx, pools, batch, near, k_batch_tokens, seq, filler);
         if (timed) {
             choice.batch           = std::move(*timed);
             choice.n_threads_batch = fastest_threads(choice.batch);

@@ -37,6 +37,13 @@ struct ThreadChoice {
     std::vector<ThreadTiming> batch;
 };
 
+// One count for every step, not measured.
+inline ThreadChoice fixed_threads(int32_t n) {
+    ThreadChoice c;
+    c.n_threads = c.n_threads_batch = n;
+    return c;
+}
+
 // The measured one-token step at the chosen count (0 when not measured).
 double chosen_step_s(const ThreadChoice & choice);
 
@@ -44,7 +51,7 @@ double chosen_step_s(const ThreadChoice & choice);
 constexpr uint64_t k_unmeasured_model_bytes = 4ull << 20;
 
 // Times decodes of `filler` tokens on `seq` (a sequence of `ctx`) at each of `candidates`
-// (largest first): a one-token step, and a batch of a verify round's size. The tokens go
+// (smallest first): a one-token step, and a batch of a verify round's size. The tokens go
 // after whatever the sequence holds and are removed again. The context is left on the chosen
 // counts. nullopt when a decode failed (no room in the KV cache): nothing changed.
 std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools & pools, KvSequence & seq,

@@ -56,6 +56,13 @@ void Sampler::accept_history(std::span<const llama_token> tokens) {
 spec::TokenDist Sampler::distribution(llama_context * ctx, int32_t idx) {
     const float * logits  = llama_get_logits_ith(ctx, idx);
     const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
+    if (greedy_ && !penalties_ && !constraint_) {
+        // The argmax of the raw logits, without copying them into candidates: this runs for
+        // every verified and every drafted position.
+        const float * best = std::max_element(logits, logits + n_vocab);
+        if (std::isinf(*best)) throw Error(ErrorKind::internal, "no token is possible");
+        return spec::TokenDist::point(static_cast<llama_token>(best - logits));
+    }
     cur_.resize(n_vocab);
     for (llama_token t = 0; t < n_vocab; ++t) cur_[t] = llama_token_data{t, logits[t], 0.0f};
     llama_token_data_array arr{cur_.data(), cur_.size(), -1, false};

@@ -113,16 +113,16 @@ Session::~Session() = default;
 // and a cap on the draft's. A model measured before (an earlier session) is not timed again.
 void Session::choose_threads() {
     const auto measured = [&](Model & model, auto && measure) -> ThreadChoice {
-        if (model.size_bytes() < k_unmeasured_model_bytes) return {.n_threads = 1, .n_threads_batch = 1};
+        if (model.size_bytes() < k_unmeasured_model_bytes) return fixed_threads(1);
         if (auto known = model.measured_threads()) return *known;
         const std::vector<int32_t> candidates = thread_candidates(usable_cpus());
         std::optional<ThreadChoice> c = measure(std::span<const int32_t>(candidates));
-        if (!c) return {.n_threads = candidates.front(), .n_threads_batch = candidates.front()};
+        if (!c) return fixed_threads(candidates.back());
         model.set_measured_threads(*c);
         return *c;
     };
     const int32_t user = opts_.num_thread;
-    if (user > 0) threads_ = {.n_threads = user, .n_threads_batch = user};
+    if (user > 0) threads_ = fixed_threads(user);
     else {
         threads_ = measured(*model_, [&](std::span<const int32_t> candidates) {
             return calibrate_threads(ctx_.get(), pools_, slots_.front()->kv, 0, candidates);

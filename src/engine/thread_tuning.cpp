@@ -7,12 +7,9 @@ namespace specd::engine {
 
 std::vector<int32_t> thread_candidates(int32_t n_cpus) {
     n_cpus = std::max(1, n_cpus);
-    std::vector<int32_t> out{n_cpus};
-    int32_t p = 1;
-    while (p * 2 <= n_cpus) p *= 2;
-    for (; p >= 1; p /= 2) {
-        if (p != n_cpus) out.push_back(p);
-    }
+    std::vector<int32_t> out;
+    for (int32_t p = 1; p < n_cpus; p *= 2) out.push_back(p);
+    out.push_back(n_cpus);
     return out;
 }
 
@@ -27,7 +24,7 @@ int32_t fastest_threads(std::span<const ThreadTiming> timings, double tie) {
     return choice;
 }
 
-bool worth_going_lower(std::span<const ThreadTiming> timings, double margin) {
+bool worth_going_on(std::span<const ThreadTiming> timings, double margin) {
     if (timings.empty()) return true;
     double best = timings.front().step_s;
     for (const ThreadTiming & t : timings) best = std::min(best, t.step_s);

@@ -9,8 +9,10 @@
 namespace specd::engine {
 
 // The thread counts worth timing on a machine with `n_cpus` usable CPUs: 1, the powers of two
-// below n_cpus, and n_cpus itself, largest first (calibration stops going down once a count
-// is clearly slower).
+// below n_cpus, and n_cpus itself, smallest first. Calibration stops going up once a count is
+// clearly slower, so a count that oversubscribes a busy machine (whose steps can take a
+// thousand times longer: spinning barriers whose other thread is not running) is timed once
+// at most, and never on batches.
 std::vector<int32_t> thread_candidates(int32_t n_cpus);
 
 struct ThreadTiming {
@@ -22,10 +24,10 @@ struct ThreadTiming {
 // a smaller one, which leaves CPU to everything else for no measurable cost. 0 when empty.
 int32_t fastest_threads(std::span<const ThreadTiming> timings, double tie = 0.03);
 
-// Whether timing a smaller count is still worth it: once a count is this much slower than
-// the best so far, fewer threads will not win (decode time falls and then flattens as
+// Whether timing the next count is still worth it: once a count is this much slower than the
+// best so far, more threads will not win (decode time falls and then flattens or rises as
 // threads are added).
-bool worth_going_lower(std::span<const ThreadTiming> timings, double margin = 0.25);
+bool worth_going_on(std::span<const ThreadTiming> timings, double margin = 0.25);
 
 // Watches one-token decode steps at the chosen count and says when they have drifted from
 // what calibration measured (another process took the CPUs, or left them), so the choice is

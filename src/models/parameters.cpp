@@ -35,6 +35,7 @@ const Field k_fields[] = {
     {"num_batch",         &Parameters::num_batch,         1,    k_int32_max},
     {"num_thread",        &Parameters::num_thread,        0,    k_int32_max}, // 0 one per core
     {"draft_num_predict", &Parameters::draft_num_predict, 0,    k_int32_max},
+    {"draft_depth",       &Parameters::draft_depth,       0,    16}, // the engine's deepest round
     {"temperature",       &Parameters::temperature,       0,    k_inf},
     {"top_k",             &Parameters::top_k,             0,    k_int32_max},
     {"top_p",             &Parameters::top_p,             0,    1},

@@ -19,6 +19,7 @@ struct Parameters {
     std::optional<int32_t>   num_batch;
     std::optional<int32_t>   num_thread;
     std::optional<int32_t>   draft_num_predict; // cap on the speculation depth
+    std::optional<int32_t>   draft_depth;       // a fixed speculation depth instead of the controller
     std::optional<double>    temperature;
     std::optional<int32_t>   top_k;
     std::optional<double>    top_p;

@@ -174,8 +174,8 @@ int DepthController::best_k() const { return best_round(0, 0).k; }
 
 bool DepthController::wants_forced() {
     forced_probe_ = false;
-    if (config_.fixed_k >= 0) return config_.fixed_k > 0;
     if (cap_ == 0) return false;
+    if (config_.fixed_k >= 0) return config_.fixed_k > 0;
     if (best_round(0, config_.forced_max).forced > 0) {
         forced_idle_rounds_   = 0;
         forced_failed_probes_ = 0;
@@ -192,14 +192,14 @@ bool DepthController::wants_forced() {
 
 int DepthController::plan_forced(int available) const {
     const int n = std::clamp(available, 0, config_.forced_max);
-    if (config_.fixed_k >= 0) return config_.fixed_k > 0 ? n : 0;
     if (cap_ == 0) return 0;
+    if (config_.fixed_k >= 0) return config_.fixed_k > 0 ? n : 0;
     return forced_probe_ ? n : best_round(0, n).forced;
 }
 
 int DepthController::plan(int forced) {
     probe_pending_ = false;
-    if (config_.fixed_k >= 0) return std::min(config_.fixed_k, config_.k_max);
+    if (config_.fixed_k >= 0) return std::min(config_.fixed_k, cap_);
     if (cap_ == 0) {
         return 0;
     }

@@ -65,8 +65,9 @@ struct DepthConfig {
     int    forced_max            = 16; // forced tokens per round, at most
     int    forced_probe_interval = 16; // rounds between forced probes while parked; doubles
                                        // per probe up to probe_interval_max
-    // >= 0: a fixed depth instead of a policy (tests and benchmarks): every round drafts
-    // this many (at most k_max) and verifies all forced text found; nothing is probed.
+    // >= 0: a fixed depth instead of a policy (options.draft_depth): every round drafts
+    // this many (at most the request's cap) and verifies all forced text found; nothing is
+    // probed.
     int    fixed_k               = -1;
 };
 

@@ -68,6 +68,7 @@ describe('bad input', () => {
   test('out-of-range options are 400', async () => {
     await expectError('/api/generate', gen({ options: { num_predict: -5 } }), 400, /num_predict/);
     await expectError('/api/generate', gen({ options: { num_ctx: 0 } }), 400, /num_ctx/);
+    await expectError('/api/generate', gen({ options: { draft_depth: 17 } }), 400, /draft_depth.*between 0 and 16/);
     const huge = await expectError('/api/generate', gen({ options: { num_predict: 1e12 } }), 400, /num_predict/);
     // 1e12 satisfies ">= -2": an error saying so would blame the wrong bound.
     assert.doesNotMatch(huge, />= ?-2/, `misleading message for num_predict 1e12: ${huge}`);

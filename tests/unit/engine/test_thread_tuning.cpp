@@ -8,18 +8,18 @@ using specd::engine::fastest_threads;
 using specd::engine::StepDrift;
 using specd::engine::thread_candidates;
 using specd::engine::ThreadTiming;
-using specd::engine::worth_going_lower;
+using specd::engine::worth_going_on;
 
-TEST(ThreadCandidates, LargestFirstThenPowersOfTwo) {
+TEST(ThreadCandidates, PowersOfTwoThenAllSmallestFirst) {
     const struct {
         int32_t              cpus;
         std::vector<int32_t> want;
     } cases[] = {
         {1, {1}},
-        {2, {2, 1}},
-        {3, {3, 2, 1}},
-        {8, {8, 4, 2, 1}},
-        {12, {12, 8, 4, 2, 1}},
+        {2, {1, 2}},
+        {3, {1, 2, 3}},
+        {8, {1, 2, 4, 8}},
+        {12, {1, 2, 4, 8, 12}},
         {0, {1}}, // an unknown count still gives one candidate
     };
     for (const auto & c : cases) EXPECT_EQ(thread_candidates(c.cpus), c.want) << c.cpus << " cpus";
@@ -40,13 +40,15 @@ TEST(FastestThreads, ShortestStepWinsAndNearTiesGoToFewerThreads) {
     for (const auto & c : cases) EXPECT_EQ(fastest_threads(c.timings), c.want);
 }
 
-TEST(WorthGoingLower, StopsOnceTheLastCountIsClearlySlower) {
-    EXPECT_TRUE(worth_going_lower(std::vector<ThreadTiming>{}));
-    EXPECT_TRUE(worth_going_lower(std::vector<ThreadTiming>{{8, 0.010}}));
-    EXPECT_TRUE(worth_going_lower(std::vector<ThreadTiming>{{8, 0.010}, {4, 0.011}}));
-    EXPECT_FALSE(worth_going_lower(std::vector<ThreadTiming>{{8, 0.010}, {4, 0.014}}));
+TEST(WorthGoingOn, StopsOnceTheLastCountIsClearlySlower) {
+    EXPECT_TRUE(worth_going_on(std::vector<ThreadTiming>{}));
+    EXPECT_TRUE(worth_going_on(std::vector<ThreadTiming>{{1, 0.010}}));
+    EXPECT_TRUE(worth_going_on(std::vector<ThreadTiming>{{1, 0.010}, {2, 0.011}}));
+    EXPECT_FALSE(worth_going_on(std::vector<ThreadTiming>{{1, 0.010}, {2, 0.014}}));
+    // A busy machine: two threads spin at a barrier whose other thread is not running.
+    EXPECT_FALSE(worth_going_on(std::vector<ThreadTiming>{{1, 0.0003}, {2, 1.3}}));
     // Faster than the best so far: keep going.
-    EXPECT_TRUE(worth_going_lower(std::vector<ThreadTiming>{{8, 0.010}, {4, 0.008}}));
+    EXPECT_TRUE(worth_going_on(std::vector<ThreadTiming>{{1, 0.010}, {2, 0.006}}));
 }
 
 TEST(StepDrift, QuietWhileStepsMatchTheReference) {

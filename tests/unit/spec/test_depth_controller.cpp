@@ -475,3 +475,25 @@ TEST(DepthController, ProbeScheduleCarriesAcrossRequests) {
     EXPECT_LE(probes_late, expected + 4);
     EXPECT_GE(probes_late, std::max(1, expected - 3)); // and it never stops probing
 }
+
+// options.draft_depth: every round drafts that many whatever was measured, and the request's
+// cap (draft_num_predict, 0 for --no-draft) still bounds it.
+TEST(DepthController, FixedDepthIgnoresMeasurementsAndKeepsTheCap) {
+    DepthPrior bad;
+    bad.alpha        = 0.0;
+    bad.alpha_weight = 100.0; // drafting never pays as far as the prior knows
+    DepthController fixed(bad, std::nullopt, DepthConfig{.fixed_k = 4});
+    for (int r = 0; r < 20; ++r) {
+        EXPECT_EQ(fixed.plan(), 4);
+        fixed.observe({.k_planned = 4, .n_drafted = 4, .n_accepted = 0, .draft_s = 0.1, .verify_s = 0.1});
+    }
+    EXPECT_TRUE(fixed.wants_forced());
+    EXPECT_EQ(fixed.plan_forced(3), 3);
+
+    DepthController capped(bad, 2, DepthConfig{.fixed_k = 4});
+    EXPECT_EQ(capped.plan(), 2);
+    DepthController off(bad, 0, DepthConfig{.fixed_k = 4});
+    EXPECT_EQ(off.plan(), 0);
+    EXPECT_FALSE(off.wants_forced());
+    EXPECT_EQ(off.plan_forced(3), 0);
+}
