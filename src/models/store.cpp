@@ -1,15 +1,15 @@
 #include "models/store.h"
 
+#include "models/store_io.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <set>
 
-// POSIX for fsync: the standard library cannot make a write durable before the rename that
-// publishes it, and without that a crash can leave a renamed but empty file.
+// POSIX: descriptors for blob writers, flock for partial downloads.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -21,138 +21,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view k_temp_prefix = ".tmp-";
-// A pull's partial download (Store::resume_blob): a temp file named by its digest, so the
-// next pull of that blob continues it.
-constexpr std::string_view k_partial_prefix = ".tmp-partial-";
 // A temp file untouched this long belongs to no live writer (a writer copying a large blob
 // touches its file continuously), so it is safe to delete on open.
 constexpr auto   k_stale_temp_age   = std::chrono::minutes(10);
 // A partial download is worth keeping much longer: the pull may be retried tomorrow.
 constexpr auto   k_stale_partial_age = std::chrono::hours(24 * 7);
 constexpr size_t k_copy_chunk       = 1u << 20;
-constexpr size_t k_max_manifest_len = 4u << 20;
 // Unreferenced blobs younger than this may belong to another process's write in progress.
 constexpr auto   k_orphan_grace     = std::chrono::minutes(15);
-
-StoreError error(ErrorKind kind, const std::string & message) { return StoreError(kind, message); }
-
-// Filesystem errors carry absolute paths in what(); keep only the reason.
-StoreError io_error(const std::string & what, const std::error_code & ec) {
-    return error(ErrorKind::internal, what + ": " + ec.message());
-}
-
-StoreError io_error(const std::string & what, int err) {
-    return io_error(what, std::error_code(err, std::generic_category()));
-}
-
-std::string base_name(const fs::path & p) {
-    auto name = p.filename().string();
-    return name.empty() ? p.parent_path().filename().string() : name;
-}
-
-bool is_temp_name(const fs::path & p) { return p.filename().string().starts_with(k_temp_prefix); }
-
-fs::path temp_path_in(const fs::path & dir) {
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    static constexpr char        digits[] = "0123456789abcdef";
-    std::string                  name(k_temp_prefix);
-    for (uint64_t bits = rng(), i = 0; i < 16; ++i, bits >>= 4) {
-        name += digits[bits & 0xf];
-    }
-    return dir / name;
-}
-
-std::chrono::system_clock::time_point to_system_time(fs::file_time_type t) {
-    return std::chrono::time_point_cast<std::chrono::system_clock::duration>(std::chrono::file_clock::to_sys(t));
-}
-
-class Fd {
-  public:
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(const Fd &)             = delete;
-    Fd & operator=(const Fd &) = delete;
-    ~Fd() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    int get() const { return fd_; }
-
-  private:
-    int fd_;
-};
-
-void write_all(int fd, const void * data, size_t size) {
-    auto * p = static_cast<const char *>(data);
-    while (size > 0) {
-        const ssize_t n = ::write(fd, p, size);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            throw io_error("cannot write to the model store", errno);
-        }
-        p += n;
-        size -= size_t(n);
-    }
-}
-
-// Makes a rename in `dir` durable. Best effort: some filesystems refuse fsync on directories.
-void fsync_dir(const fs::path & dir) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
-    }
-}
-
-int open_temp(const fs::path & path) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        throw io_error("cannot create a file in the model store", errno);
-    }
-    return fd;
-}
-
-// temp + fsync + rename: readers see the old content or the new one, never a torn file.
-void write_file_atomic(const fs::path & target, std::string_view bytes) {
-    const fs::path temp = temp_path_in(target.parent_path());
-    try {
-        Fd fd(open_temp(temp));
-        write_all(fd.get(), bytes.data(), bytes.size());
-        if (::fsync(fd.get()) != 0) {
-            throw io_error("cannot sync the model store", errno);
-        }
-    } catch (...) {
-        std::error_code ec;
-        fs::remove(temp, ec);
-        throw;
-    }
-    std::error_code ec;
-    fs::rename(temp, target, ec);
-    if (ec) {
-        fs::remove(temp, ec);
-        throw io_error("cannot write " + base_name(target), ec);
-    }
-    fsync_dir(target.parent_path());
-}
-
-std::optional<std::string> read_file(const fs::path & path, size_t max_bytes) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        return std::nullopt;
-    }
-    std::string out;
-    char        buf[65536];
-    while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
-        out.append(buf, size_t(in.gcount()));
-        if (out.size() > max_bytes) {
-            throw error(ErrorKind::internal, base_name(path) + " is larger than expected");
-        }
-    }
-    return out;
-}
 
 std::string lowercase(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(),
