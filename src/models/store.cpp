@@ -47,17 +47,6 @@ bool looks_like_path(std::string_view value) {
            value.ends_with(".gguf") || value.ends_with(".bin") || value.find('\\') != std::string_view::npos;
 }
 
-std::vector<std::string> digests_of(const std::optional<Manifest> & m) {
-    std::vector<std::string> out;
-    if (m) {
-        out.push_back(m->config.digest);
-        for (const auto & layer : m->layers) {
-            out.push_back(layer.digest);
-        }
-    }
-    return out;
-}
-
 } // namespace
 
 bool has_gguf_magic(const fs::path & path) {
@@ -146,12 +135,23 @@ void Store::remove_stale_temp_files() const {
     }
 }
 
-void Store::copy(const ModelName & src, const ModelName & dst) {
-    std::vector<std::string> replaced;
+std::vector<std::string> Store::referenced_digests(const ModelName & name) const {
+    std::vector<std::string> out;
     try {
-        replaced = digests_of(read_manifest(dst));
+        if (const auto m = read_manifest(name)) {
+            out.push_back(m->config.digest);
+            for (const auto & layer : m->layers) {
+                out.push_back(layer.digest);
+            }
+        }
     } catch (const StoreError &) {
+        // Unreadable: nothing is known to be referenced.
     }
+    return out;
+}
+
+void Store::copy(const ModelName & src, const ModelName & dst) {
+    const std::vector<std::string> replaced = referenced_digests(dst);
     {
         WriteGuard guard(*this);
         auto       manifest = read_manifest(src);
@@ -186,12 +186,9 @@ bool Store::remove(const ModelName & name) {
         if (!path) {
             return false;
         }
-        std::vector<std::string> freed;
-        try {
-            freed = digests_of(read_manifest(name));
-        } catch (const StoreError &) {
-            // A corrupt manifest is still removed; its blobs wait for an age-based sweep.
-        }
+        // A corrupt manifest frees nothing and is still removed; its blobs wait for an
+        // age-based sweep.
+        const std::vector<std::string> freed = referenced_digests(name);
         std::error_code ec;
         if (!fs::remove(*path, ec) || ec) {
             throw io_error("cannot remove the manifest of " + name.display(), ec);
@@ -271,13 +268,9 @@ void Store::collect_replaced(const std::vector<std::string> & old_digests) {
 Manifest Store::create(const ModelName & name, const Modelfile & mf, const fs::path & modelfile_dir,
                        const CreateOptions & options) {
     // Re-creating a name orphans the layers only the old version used (an edited SYSTEM);
-    // collect them once the new manifest is in place, as Ollama does.
-    std::vector<std::string> replaced;
-    try {
-        replaced = digests_of(read_manifest(name));
-    } catch (const StoreError &) {
-        // A corrupt old manifest is simply overwritten.
-    }
+    // collect them once the new manifest is in place, as Ollama does. A corrupt old
+    // manifest is simply overwritten.
+    const std::vector<std::string> replaced = referenced_digests(name);
     Manifest manifest = create_guarded(name, mf, modelfile_dir, options);
     collect_replaced(replaced);
     return manifest;

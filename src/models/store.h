@@ -218,6 +218,9 @@ class Store {
     std::string put_file(const std::filesystem::path & src, bool * existed);
     Manifest create_guarded(const ModelName & name, const Modelfile & modelfile,
                             const std::filesystem::path & modelfile_dir, const CreateOptions & options);
+    // The digests name's manifest references (its config and layers); empty when there is
+    // no manifest or it cannot be read.
+    std::vector<std::string> referenced_digests(const ModelName & name) const;
     // Collects the blobs of a replaced manifest that nothing references any more.
     void collect_replaced(const std::vector<std::string> & old_digests);
     // Runs fn as the only collector while no WriteGuard is held.
