@@ -25,7 +25,6 @@ constexpr auto k_stale_partial_age = std::chrono::hours(24 * 7);
 
 } // namespace
 
-
 Store::Store(fs::path root)
     : root_(std::move(root)), blobs_dir_(root_ / "blobs"), manifests_dir_(root_ / "manifests") {
     std::error_code ec;

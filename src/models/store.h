@@ -213,6 +213,8 @@ class Store {
 
     std::optional<std::filesystem::path> find_manifest_file(const ModelName & name) const;
     std::optional<std::string>           read_manifest_bytes(const ModelName & name) const;
+    // The config blob's details; empty when it cannot be read (they are cosmetic).
+    ModelConfig                          read_config(const Manifest & manifest) const;
     // put_blob_* that also say whether the blob was already stored (for create's progress).
     std::string put_bytes(std::string_view bytes, bool * existed);
     std::string put_file(const std::filesystem::path & src, bool * existed);

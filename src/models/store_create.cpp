@@ -232,11 +232,7 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
         check_gguf(rewritten.path);
         if (from.model) {
             base = from.model->layers;
-            try {
-                config = config_from_json(nlohmann::json::parse(read_blob(from.model->config.digest, 1u << 20)));
-            } catch (const std::exception &) {
-                config = ModelConfig{};
-            }
+            config = read_config(*from.model);
         }
         if (options.describe) {
             const ModelConfig described = options.describe(rewritten.path);
@@ -254,11 +250,7 @@ Manifest Store::create_guarded(const ModelName & name, const Modelfile & mf, con
     } else {
         model_layer = model_layer_of(*from.model, "FROM model '" + mf.from[model_line] + "'");
         base        = from.model->layers;
-        try {
-            config = config_from_json(nlohmann::json::parse(read_blob(from.model->config.digest, 1u << 20)));
-        } catch (const std::exception &) {
-            config = ModelConfig{};
-        }
+        config      = read_config(*from.model);
     }
     auto inherited = [&](std::string_view type) -> std::optional<Layer> {
         for (const auto & layer : base) {

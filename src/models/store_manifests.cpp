@@ -86,6 +86,14 @@ std::optional<Manifest> Store::read_manifest(const ModelName & name) const {
     }
 }
 
+ModelConfig Store::read_config(const Manifest & manifest) const {
+    try {
+        return config_from_json(nlohmann::json::parse(read_blob(manifest.config.digest, 1u << 20)));
+    } catch (const std::exception &) {
+        return ModelConfig{}; // details are cosmetic: the model still lists and runs
+    }
+}
+
 std::vector<std::pair<ModelName, fs::path>> Store::manifest_files() const {
     std::vector<std::pair<ModelName, fs::path>> out;
     std::error_code                             ec;
@@ -135,11 +143,7 @@ std::vector<StoreEntry> Store::list() const {
             entry.size              = manifest.total_size();
             std::error_code ec;
             entry.modified = to_system_time(fs::last_write_time(path, ec));
-            try {
-                entry.config = config_from_json(nlohmann::json::parse(read_blob(manifest.config.digest, 1u << 20)));
-            } catch (const std::exception &) {
-                // Details are cosmetic; the model is still listed.
-            }
+            entry.config = read_config(manifest);
         } catch (const std::exception &) {
             continue; // a corrupt manifest is not a model; resolve() reports it by name
         }

@@ -52,11 +52,7 @@ ResolvedModel Store::resolve(const ModelName & name) const {
     for (const Layer * layer : m.find_all(media_type::adapter)) {
         out.adapters.push_back(blob_file(*layer));
     }
-    try {
-        out.config = config_from_json(nlohmann::json::parse(read_blob(m.config.digest, 1u << 20)));
-    } catch (const std::exception &) {
-        out.config = ModelConfig{}; // details are cosmetic; the model still runs
-    }
+    out.config = read_config(m);
     if (const Layer * layer = m.find(media_type::params)) {
         const auto j = nlohmann::json::parse(text(*layer), nullptr, false);
         if (!j.is_object()) {
