@@ -36,9 +36,6 @@ const std::set<std::string> k_general_keys = {"type", "enum", "const", "anyOf", 
 
 const std::vector<std::string> k_types = {"null", "boolean", "object", "array", "string", "integer", "number"};
 
-// Bounds beyond this are outside what the number grammars produce (see numeric_range.h).
-constexpr double k_bound_limit = 1e18;
-
 bool is_count(const json & v) {
     if (v.is_number_integer()) return v.is_number_unsigned() || v.get<int64_t>() >= 0;
     return v.is_number_float() && v.get<double>() >= 0 && std::floor(v.get<double>()) == v.get<double>();
@@ -718,75 +715,6 @@ std::string Compiler::format_rule(const std::string & format, const std::string 
     if (format == "uuid")
         return prim("uuid", R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})");
     fail("unsupported string format " + json_quote(format) + " at " + where(ptr) + " (supported: date, time, date-time, uuid)");
-}
-
-// --- numbers
-
-// An integer bound from a JSON number: `up` rounds toward the inside of the range.
-// nullopt: the bound lies beyond every integer the grammar writes, so it binds nothing.
-std::optional<int64_t> Compiler::int_bound(const json & v, bool lower, bool exclusive, const std::string & key,
-                                           const std::string & ptr) {
-    double d;
-    if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX)) {
-        const int64_t x = v.get<int64_t>();
-        if (x > -k_bound_limit && x < k_bound_limit) return lower ? (exclusive ? x + 1 : x) : (exclusive ? x - 1 : x);
-        d = static_cast<double>(x);
-    } else {
-        d = v.get<double>();
-    }
-    if (lower && d <= -k_bound_limit) return std::nullopt;
-    if (!lower && d >= k_bound_limit) return std::nullopt;
-    if (std::abs(d) >= k_bound_limit || !std::isfinite(d))
-        fail("\"" + key + "\" " + v.dump() + " at " + where(ptr) + " is out of the supported range (magnitude below 1e18)");
-    const auto x = static_cast<int64_t>(lower ? std::floor(d) : std::ceil(d));
-    const bool integral = std::floor(d) == d;
-    if (lower) return exclusive || !integral ? x + 1 : x;
-    return exclusive || !integral ? x - 1 : x;
-}
-
-std::string Compiler::integer(const json & s, const std::string & ptr) {
-    std::optional<int64_t> lo, hi;
-    bool                   bounded = false;
-    for (const auto & [key, lower, exclusive] : {std::tuple{"minimum", true, false}, {"exclusiveMinimum", true, true},
-                                                 {"maximum", false, false}, {"exclusiveMaximum", false, true}}) {
-        if (!s.contains(key)) continue;
-        bounded = true;
-        const auto b = int_bound(s[key], lower, exclusive, key, ptr);
-        if (!b) continue;
-        auto & side = lower ? lo : hi;
-        side = !side ? *b : lower ? std::max(*side, *b) : std::min(*side, *b);
-    }
-    if (!bounded) return integer_rule();
-    const auto expr = integer_range_gbnf(lo, hi);
-    if (expr.empty()) fail("no integer satisfies the bounds at " + where(ptr));
-    return expr;
-}
-
-std::string Compiler::number(const json & s, const std::string & ptr) {
-    std::optional<NumberBound> lo, hi;
-    bool                       bounded = false;
-    for (const auto & [key, lower, exclusive] : {std::tuple{"minimum", true, false}, {"exclusiveMinimum", true, true},
-                                                 {"maximum", false, false}, {"exclusiveMaximum", false, true}}) {
-        if (!s.contains(key)) continue;
-        bounded      = true;
-        const auto & v = s[key];
-        const double d = v.get<double>();
-        if (!std::isfinite(d) || std::floor(d) != d)
-            fail("non-integral bound \"" + std::string(key) + "\" " + v.dump() + " on a number at " + where(ptr) +
-                 " is not supported (only integral bounds are enforced exactly)");
-        if ((lower && d <= -k_bound_limit) || (!lower && d >= k_bound_limit)) continue;
-        if (std::abs(d) >= k_bound_limit)
-            fail("\"" + std::string(key) + "\" " + v.dump() + " at " + where(ptr) + " is out of the supported range (magnitude below 1e18)");
-        const NumberBound b{v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(d), exclusive};
-        auto & side = lower ? lo : hi;
-        // The tighter bound wins; at equal values the exclusive one.
-        if (!side || (lower ? b.value > side->value : b.value < side->value) || (b.value == side->value && b.exclusive))
-            side = b;
-    }
-    if (!bounded) return number_rule();
-    const auto expr = number_range_gbnf(lo, hi);
-    if (expr.empty()) fail("no number satisfies the bounds at " + where(ptr));
-    return expr;
 }
 
 } // namespace specd::grammar::schema
