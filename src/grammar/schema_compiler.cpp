@@ -9,12 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <map>
-#include <optional>
 #include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 namespace specd::grammar::schema {
