@@ -1,12 +1,12 @@
+// Go's fmt as templates reach it (go_template_format.h): how a value prints (%v), print,
+// println, and printf's directives with their flags, width, precision and error forms.
 #include "templates/go_template_format.h"
 
 #include "core/utf8.h"
 #include "templates/go_template_strconv.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <cstdlib>
 
 namespace specd::templates {
 
