@@ -1,25 +1,21 @@
+// JSON Schema -> GBNF (schema_compiler.h): the entry, the walk over subschemas, each
+// keyword's shape checked, and the rules every type shares (string, number, any value).
 #include "grammar/schema_compiler.h"
 
 #include "core/error.h"
-#include "grammar/gbnf.h"
 #include "grammar/numeric_range.h"
 #include "grammar/regex_to_gbnf.h"
+#include "grammar/schema_compiler_impl.h"
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <map>
-#include <optional>
 #include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
-namespace specd::grammar {
+namespace specd::grammar::schema {
 
 namespace {
-
-using json = nlohmann::ordered_json;
 
 // Keywords that do not constrain the value. `discriminator` is OpenAPI's (pydantic writes it
 // beside oneOf); the oneOf itself carries the constraint.
@@ -36,8 +32,12 @@ const std::set<std::string> k_general_keys = {"type", "enum", "const", "anyOf", 
 
 const std::vector<std::string> k_types = {"null", "boolean", "object", "array", "string", "integer", "number"};
 
-// Bounds beyond this are outside what the number grammars produce (see numeric_range.h).
-constexpr double k_bound_limit = 1e18;
+bool is_count(const json & v) {
+    if (v.is_number_integer()) return v.is_number_unsigned() || v.get<int64_t>() >= 0;
+    return v.is_number_float() && v.get<double>() >= 0 && std::floor(v.get<double>()) == v.get<double>();
+}
+
+} // namespace
 
 [[noreturn]] void fail(const std::string & message) { throw bad_request(message); }
 
@@ -55,11 +55,6 @@ std::string child(const std::string & ptr, const std::string & token) {
 
 std::string json_quote(const std::string & s) { return json(s).dump(); }
 
-bool is_count(const json & v) {
-    if (v.is_number_integer()) return v.is_number_unsigned() || v.get<int64_t>() >= 0;
-    return v.is_number_float() && v.get<double>() >= 0 && std::floor(v.get<double>()) == v.get<double>();
-}
-
 bool is_assertion(const std::string & key) { return !k_annotations.count(key); }
 
 // Splits UTF-8 text into characters (each a string of 1-4 bytes).
@@ -74,752 +69,215 @@ std::vector<std::string> utf8_units(const std::string & s) {
     return out;
 }
 
-// A prefix tree over strings split into units (characters or JSON escapes).
-struct Trie {
-    struct Node {
-        std::map<std::string, size_t> kids;
-        bool                          end = false;
-    };
-    std::vector<Node> nodes{Node{}};
-
-    void insert(const std::vector<std::string> & units) {
-        size_t n = 0;
-        for (const auto & u : units) {
-            auto it = nodes[n].kids.find(u);
-            if (it == nodes[n].kids.end()) {
-                nodes.push_back(Node{});
-                it = nodes[n].kids.emplace(u, nodes.size() - 1).first;
-            }
-            n = it->second;
+void Trie::insert(const std::vector<std::string> & units) {
+    size_t n = 0;
+    for (const auto & u : units) {
+        auto it = nodes[n].kids.find(u);
+        if (it == nodes[n].kids.end()) {
+            nodes.push_back(Node{});
+            it = nodes[n].kids.emplace(u, nodes.size() - 1).first;
         }
-        nodes[n].end = true;
+        n = it->second;
     }
-};
+    nodes[n].end = true;
+}
 
-class Compiler {
-  public:
-    Compiler(const json & root, const SchemaLimits & lim) : root_(root), lim_(lim), g_(lim.max_grammar_bytes) {}
+std::string Compiler::run() {
+    const auto root = g_.reserve("root");
+    refs_[""] = root;
+    enter("", 0);
+    g_.define(root, body(root_, "", 0));
+    return g_.text();
+}
 
-    std::string run() {
-        const auto root = g_.reserve("root");
-        refs_[""] = root;
-        enter("", 0);
-        g_.define(root, body(root_, "", 0));
-        return g_.text();
+// --- traversal
+
+void Compiler::enter(const std::string & ptr, int depth) {
+    if (depth > lim_.max_depth)
+        fail("schema nesting at " + where(ptr) + " exceeds the limit max_depth (" + std::to_string(lim_.max_depth) + ")");
+    if (++nodes_ > lim_.max_nodes)
+        fail("the schema has more than max_nodes (" + std::to_string(lim_.max_nodes) + ") subschemas");
+}
+
+// A rule name for the subschema.
+std::string Compiler::visit(const json & s, const std::string & ptr, int depth) {
+    enter(ptr, depth);
+    const auto expr = body(s, ptr, depth);
+    return gbnf_is_name(expr) ? expr : g_.add(hint(ptr), expr);
+}
+
+std::string Compiler::hint(const std::string & ptr) {
+    const auto slash = ptr.rfind('/');
+    if (slash == std::string::npos) return "root";
+    const auto last = ptr.substr(slash + 1);
+    const bool index = !last.empty() && std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!index || slash == 0) return last;
+    const auto prev = ptr.rfind('/', slash - 1);
+    return ptr.substr(prev + 1, slash - prev - 1) + "-" + last;
+}
+
+// GBNF expression for one subschema.
+std::string Compiler::body(const json & s, const std::string & ptr, int depth) {
+    if (s.is_boolean()) {
+        if (!s.get<bool>()) fail("the schema at " + where(ptr) + " is false: no value can match");
+        return any_value();
     }
-
-  private:
-    // ---- traversal -------------------------------------------------------------------
-
-    void enter(const std::string & ptr, int depth) {
-        if (depth > lim_.max_depth)
-            fail("schema nesting at " + where(ptr) + " exceeds the limit max_depth (" + std::to_string(lim_.max_depth) + ")");
-        if (++nodes_ > lim_.max_nodes)
-            fail("the schema has more than max_nodes (" + std::to_string(lim_.max_nodes) + ") subschemas");
+    if (!s.is_object()) fail("the schema at " + where(ptr) + " must be an object or a boolean");
+    for (const auto & [key, value] : s.items()) {
+        if (!is_assertion(key) || k_general_keys.count(key) || k_object_keys.count(key) || k_array_keys.count(key) ||
+            k_string_keys.count(key) || k_number_keys.count(key))
+            continue;
+        fail("unsupported JSON schema feature \"" + key + "\" at " + where(ptr));
     }
+    check_shapes(s, ptr);
 
-    // A rule name for the subschema.
-    std::string visit(const json & s, const std::string & ptr, int depth) {
-        enter(ptr, depth);
-        const auto expr = body(s, ptr, depth);
-        return gbnf_is_name(expr) ? expr : g_.add(hint(ptr), expr);
+    if (s.contains("$ref")) {
+        for (const auto & [key, value] : s.items())
+            if (key != "$ref" && is_assertion(key))
+                fail("keyword \"" + key + "\" beside \"$ref\" at " + where(ptr) + " is not supported");
+        return ref(s["$ref"].get<std::string>(), ptr, depth);
     }
+    std::vector<std::string> combinators;
+    for (const char * c : {"anyOf", "oneOf", "allOf"})
+        if (s.contains(c)) combinators.push_back(c);
+    if (combinators.size() > 1)
+        fail("unsupported JSON schema feature: \"" + combinators[0] + "\" together with \"" + combinators[1] + "\" at " + where(ptr));
+    if (!combinators.empty()) return combine(s, combinators[0], ptr, depth);
+    if (s.contains("enum") || s.contains("const")) return enumeration(s, ptr);
 
-    static std::string hint(const std::string & ptr) {
-        const auto slash = ptr.rfind('/');
-        if (slash == std::string::npos) return "root";
-        const auto last = ptr.substr(slash + 1);
-        const bool index = !last.empty() && std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; });
-        if (!index || slash == 0) return last;
-        const auto prev = ptr.rfind('/', slash - 1);
-        return ptr.substr(prev + 1, slash - prev - 1) + "-" + last;
-    }
+    const auto types = type_set(s);
+    if (types.empty()) return any_value();
+    std::vector<std::string> alts;
+    for (const auto & t : types) alts.push_back(typed(t, s, ptr, depth));
+    return gbnf_alt(alts);
+}
 
-    // GBNF expression for one subschema.
-    std::string body(const json & s, const std::string & ptr, int depth) {
-        if (s.is_boolean()) {
-            if (!s.get<bool>()) fail("the schema at " + where(ptr) + " is false: no value can match");
-            return any_value();
-        }
-        if (!s.is_object()) fail("the schema at " + where(ptr) + " must be an object or a boolean");
+// Types the value may have: "type", else the types whose keywords appear (a schema with
+// only "properties" means an object); empty: anything.
+std::vector<std::string> Compiler::type_set(const json & s) const {
+    std::set<std::string> set;
+    if (s.contains("type")) {
+        if (s["type"].is_string()) set.insert(s["type"].get<std::string>());
+        else for (const auto & t : s["type"]) set.insert(t.get<std::string>());
+    } else {
         for (const auto & [key, value] : s.items()) {
-            if (!is_assertion(key) || k_general_keys.count(key) || k_object_keys.count(key) || k_array_keys.count(key) ||
-                k_string_keys.count(key) || k_number_keys.count(key))
-                continue;
-            fail("unsupported JSON schema feature \"" + key + "\" at " + where(ptr));
-        }
-        check_shapes(s, ptr);
-
-        if (s.contains("$ref")) {
-            for (const auto & [key, value] : s.items())
-                if (key != "$ref" && is_assertion(key))
-                    fail("keyword \"" + key + "\" beside \"$ref\" at " + where(ptr) + " is not supported");
-            return ref(s["$ref"].get<std::string>(), ptr, depth);
-        }
-        std::vector<std::string> combinators;
-        for (const char * c : {"anyOf", "oneOf", "allOf"})
-            if (s.contains(c)) combinators.push_back(c);
-        if (combinators.size() > 1)
-            fail("unsupported JSON schema feature: \"" + combinators[0] + "\" together with \"" + combinators[1] + "\" at " + where(ptr));
-        if (!combinators.empty()) return combine(s, combinators[0], ptr, depth);
-        if (s.contains("enum") || s.contains("const")) return enumeration(s, ptr);
-
-        const auto types = type_set(s);
-        if (types.empty()) return any_value();
-        std::vector<std::string> alts;
-        for (const auto & t : types) alts.push_back(typed(t, s, ptr, depth));
-        return gbnf_alt(alts);
-    }
-
-    // Types the value may have: "type", else the types whose keywords appear (a schema with
-    // only "properties" means an object); empty: anything.
-    std::vector<std::string> type_set(const json & s) const {
-        std::set<std::string> set;
-        if (s.contains("type")) {
-            if (s["type"].is_string()) set.insert(s["type"].get<std::string>());
-            else for (const auto & t : s["type"]) set.insert(t.get<std::string>());
-        } else {
-            for (const auto & [key, value] : s.items()) {
-                if (k_object_keys.count(key)) set.insert("object");
-                if (k_array_keys.count(key)) set.insert("array");
-                if (k_string_keys.count(key)) set.insert("string");
-                if (k_number_keys.count(key)) set.insert("number");
-            }
-        }
-        if (set.count("number")) set.erase("integer"); // every integer is a number
-        std::vector<std::string> out;
-        for (const auto & t : k_types)
-            if (set.count(t)) out.push_back(t);
-        return out;
-    }
-
-    std::string typed(const std::string & type, const json & s, const std::string & ptr, int depth) {
-        if (type == "null") return "\"null\"";
-        if (type == "boolean") return prim("boolean", R"("true" | "false")");
-        if (type == "object") return object(s, ptr, depth);
-        if (type == "array") return array(s, ptr, depth);
-        if (type == "string") return string(s, ptr);
-        if (type == "integer") return integer(s, ptr);
-        return number(s, ptr);
-    }
-
-    // ---- keyword shapes --------------------------------------------------------------
-
-    void check_shapes(const json & s, const std::string & ptr) const {
-        const auto bad = [&](const std::string & key, const std::string & what) {
-            fail("\"" + key + "\" at " + where(ptr) + " must be " + what);
-        };
-        for (const auto & [key, v] : s.items()) {
-            if (key == "type") {
-                const auto ok_name = [](const json & t) {
-                    return t.is_string() && std::find(k_types.begin(), k_types.end(), t.get<std::string>()) != k_types.end();
-                };
-                const bool ok = ok_name(v) || (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), ok_name));
-                if (!ok) bad(key, "one of null, boolean, object, array, string, integer, number, or a non-empty array of them");
-            } else if (key == "enum") {
-                if (!v.is_array() || v.empty()) bad(key, "a non-empty array");
-                if (v.size() > lim_.max_enum)
-                    fail("\"enum\" at " + where(ptr) + " has " + std::to_string(v.size()) + " values, above the limit max_enum (" +
-                         std::to_string(lim_.max_enum) + ")");
-            } else if (key == "anyOf" || key == "oneOf" || key == "allOf" || key == "prefixItems") {
-                if (!v.is_array() || v.empty()) bad(key, "a non-empty array of schemas");
-            } else if (key == "$ref" || key == "pattern" || key == "format") {
-                if (!v.is_string()) bad(key, "a string");
-            } else if (key == "properties") {
-                if (!v.is_object()) bad(key, "an object of schemas");
-            } else if (key == "required") {
-                if (!v.is_array() || !std::all_of(v.begin(), v.end(), [](const json & x) { return x.is_string(); }))
-                    bad(key, "an array of strings");
-            } else if (key == "additionalProperties" || key == "additionalItems") {
-                if (!v.is_boolean() && !v.is_object()) bad(key, "a schema");
-            } else if (key == "items") {
-                if (!v.is_boolean() && !v.is_object() && !v.is_array()) bad(key, "a schema or an array of schemas");
-            } else if (key == "uniqueItems") {
-                if (!v.is_boolean()) bad(key, "a boolean");
-                if (v.get<bool>()) fail("unsupported JSON schema feature \"uniqueItems\" at " + where(ptr));
-            } else if (key == "minItems" || key == "maxItems" || key == "minLength" || key == "maxLength") {
-                if (!is_count(v)) bad(key, "a non-negative integer");
-                if (v.get<double>() > static_cast<double>(lim_.max_repeat))
-                    fail("\"" + key + "\" " + v.dump() + " at " + where(ptr) + " exceeds the limit max_repeat (" +
-                         std::to_string(lim_.max_repeat) + ")");
-            } else if (k_number_keys.count(key)) {
-                if (!v.is_number()) bad(key, "a number");
-            }
-        }
-        for (const auto & [lo, hi] : {std::pair{"minItems", "maxItems"}, {"minLength", "maxLength"}}) {
-            if (s.contains(lo) && s.contains(hi) && s[lo].get<double>() > s[hi].get<double>())
-                fail("\"" + std::string(lo) + "\" (" + s[lo].dump() + ") is greater than \"" + hi + "\" (" + s[hi].dump() +
-                     ") at " + where(ptr));
+            if (k_object_keys.count(key)) set.insert("object");
+            if (k_array_keys.count(key)) set.insert("array");
+            if (k_string_keys.count(key)) set.insert("string");
+            if (k_number_keys.count(key)) set.insert("number");
         }
     }
+    if (set.count("number")) set.erase("integer"); // every integer is a number
+    std::vector<std::string> out;
+    for (const auto & t : k_types)
+        if (set.count(t)) out.push_back(t);
+    return out;
+}
 
-    static uint64_t count(const json & s, const char * key, uint64_t fallback) {
-        return s.contains(key) ? static_cast<uint64_t>(s[key].get<double>()) : fallback;
-    }
+std::string Compiler::typed(const std::string & type, const json & s, const std::string & ptr, int depth) {
+    if (type == "null") return "\"null\"";
+    if (type == "boolean") return prim("boolean", R"("true" | "false")");
+    if (type == "object") return object(s, ptr, depth);
+    if (type == "array") return array(s, ptr, depth);
+    if (type == "string") return string(s, ptr);
+    if (type == "integer") return integer(s, ptr);
+    return number(s, ptr);
+}
 
-    // ---- shared rules ----------------------------------------------------------------
+// --- keyword shapes
 
-    std::string prim(const std::string & name, const std::string & body) {
-        auto & r = prims_[name];
-        if (r.empty()) r = g_.add(name, body);
-        return r;
-    }
-
-    std::string string_rule() { return prim("string", "\"\\\"\" " + json_char_rule(g_) + "* \"\\\"\""); }
-
-    std::string int_digits() {
-        return "(\"0\" | [1-9] [0-9]{0," + std::to_string(k_max_int_digits - 1) + "})";
-    }
-
-    std::string integer_rule() { return prim("integer", "\"0\" | \"-\"? [1-9] [0-9]{0," + std::to_string(k_max_int_digits - 1) + "}"); }
-
-    std::string number_rule() {
-        return prim("number", "\"-\"? " + int_digits() + " (\".\" [0-9]{1," + std::to_string(k_max_int_digits) +
-                                  "})? " + k_gbnf_json_exponent);
-    }
-
-    // Any JSON value, compact.
-    std::string any_value() {
-        auto & r = prims_["value"];
-        if (!r.empty()) return r;
-        r               = g_.reserve("value");
-        const auto str  = string_rule();
-        const auto obj  = g_.add("object", "\"{\" (" + str + " \":\" " + r + " (\",\" " + str + " \":\" " + r + ")*)? \"}\"");
-        const auto arr  = g_.add("array", "\"[\" (" + r + " (\",\" " + r + ")*)? \"]\"");
-        g_.define(r, obj + " | " + arr + " | " + str + " | " + number_rule() + " | " + prim("boolean", R"("true" | "false")") +
-                         " | \"null\"");
-        return r;
-    }
-
-    // ---- $ref ------------------------------------------------------------------------
-
-    // "#", "#/a/b" (JSON pointer in a URI fragment) -> canonical pointer "", "/a/b".
-    static std::string ref_pointer(const std::string & ref, const std::string & ptr) {
-        if (ref.empty() || ref[0] != '#' || (ref.size() > 1 && ref[1] != '/'))
-            fail("unsupported $ref \"" + ref + "\" at " + where(ptr) + ": only refs within the schema (\"#\", \"#/...\") are supported");
-        std::string decoded;
-        for (size_t i = 1; i < ref.size(); ++i) {
-            if (ref[i] == '%' && i + 2 < ref.size() && std::isxdigit(static_cast<unsigned char>(ref[i + 1])) &&
-                std::isxdigit(static_cast<unsigned char>(ref[i + 2]))) {
-                decoded += static_cast<char>(std::stoi(ref.substr(i + 1, 2), nullptr, 16));
-                i += 2;
-            } else {
-                decoded += ref[i];
-            }
-        }
-        return decoded;
-    }
-
-    const json & resolve(const std::string & pointer, const std::string & ref, const std::string & ptr) const {
-        const json * at = &root_;
-        size_t       i  = 0;
-        while (i < pointer.size()) {
-            size_t      next = pointer.find('/', i + 1);
-            std::string raw  = pointer.substr(i + 1, next == std::string::npos ? std::string::npos : next - i - 1);
-            std::string token;
-            for (size_t k = 0; k < raw.size(); ++k) {
-                if (raw[k] == '~' && k + 1 < raw.size() && (raw[k + 1] == '0' || raw[k + 1] == '1')) {
-                    token += raw[k + 1] == '0' ? '~' : '/';
-                    ++k;
-                } else {
-                    token += raw[k];
-                }
-            }
-            if (at->is_object() && at->contains(token)) {
-                at = &(*at)[token];
-            } else if (at->is_array() && !token.empty() && token.size() < 10 &&
-                       std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-                       std::stoul(token) < at->size()) {
-                at = &(*at)[std::stoul(token)];
-            } else {
-                fail("unresolved $ref \"" + ref + "\" at " + where(ptr));
-            }
-            i = next == std::string::npos ? pointer.size() : next;
-        }
-        return *at;
-    }
-
-    std::string ref(const std::string & ref, const std::string & ptr, int depth) {
-        const auto   pointer = ref_pointer(ref, ptr);
-        const json & target  = resolve(pointer, ref, ptr);
-        check_progress(pointer, ref, ptr);
-        if (auto it = refs_.find(pointer); it != refs_.end()) return it->second;
-        const auto name = g_.reserve(hint(pointer));
-        refs_[pointer]  = name; // before the body: recursive refs find it
-        enter(pointer, depth + 1);
-        g_.define(name, body(target, pointer, depth + 1));
-        return name;
-    }
-
-    // The refs a schema reaches before any of its value is written: through $ref and the
-    // branches of anyOf/oneOf/allOf. A cycle among those is a rule that derives itself
-    // without consuming input (left recursion), which llama.cpp's grammar rejects.
-    void first_refs(const json & s, int depth, std::vector<std::pair<std::string, std::string>> & out) const {
-        if (!s.is_object() || depth > lim_.max_depth) return;
-        if (s.contains("$ref") && s["$ref"].is_string()) {
-            // Refs this compiler does not follow fail where they are visited, with their place.
-            const auto r = s["$ref"].get<std::string>();
-            if (!r.empty() && r[0] == '#' && (r.size() == 1 || r[1] == '/')) out.emplace_back(ref_pointer(r, ""), r);
-        }
-        for (const char * c : {"anyOf", "oneOf", "allOf"})
-            if (s.contains(c) && s[c].is_array())
-                for (const auto & b : s[c]) first_refs(b, depth + 1, out);
-    }
-
-    void check_progress(const std::string & pointer, const std::string & ref, const std::string & ptr) {
-        std::vector<std::string> path;
-        const std::function<void(const std::string &, const std::string &)> dfs = [&](const std::string & p, const std::string & r) {
-            auto & state = progress_[p];
-            if (state == 2) return;
-            path.push_back(r);
-            if (state == 1) {
-                std::string cycle;
-                for (size_t i = std::find(path.begin(), path.end(), r) - path.begin(); i < path.size(); ++i)
-                    cycle += (cycle.empty() ? "" : " -> ") + path[i];
-                fail("$ref cycle that writes nothing at " + where(ptr) + ": " + cycle);
-            }
-            if (static_cast<int>(path.size()) > lim_.max_depth)
-                fail("$ref chain at " + where(ptr) + " exceeds the limit max_depth (" + std::to_string(lim_.max_depth) + ")");
-            state = 1;
-            std::vector<std::pair<std::string, std::string>> next;
-            first_refs(resolve(p, r, ptr), 0, next);
-            for (const auto & [np, nr] : next) dfs(np, nr);
-            progress_[p] = 2;
-            path.pop_back();
-        };
-        dfs(pointer, ref);
-    }
-
-    // ---- combinators -----------------------------------------------------------------
-
-    // anyOf / oneOf as alternatives (oneOf's "exactly one" is not enforced: its branches are
-    // expected to be disjoint, as discriminated unions are); allOf with one element. Keywords
-    // beside the combinator are merged into each branch (A and (B or C) = (A and B) or (A and C)).
-    std::string combine(const json & s, const std::string & key, const std::string & ptr, int depth) {
-        const auto & branches = s[key];
-        if (key == "allOf" && branches.size() != 1)
-            fail("unsupported JSON schema feature \"allOf\" with " + std::to_string(branches.size()) + " schemas at " + where(ptr) +
-                 " (only a single-schema allOf is supported)");
-        json siblings = json::object();
-        for (const auto & [k, v] : s.items())
-            if (k != key && is_assertion(k)) siblings[k] = v;
-        std::vector<std::string> alts;
-        for (size_t i = 0; i < branches.size(); ++i) {
-            const auto  bptr = child(child(ptr, key), std::to_string(i));
-            const auto & b   = branches[i];
-            if (b.is_boolean() && !b.get<bool>()) continue; // a branch nothing matches
-            if (siblings.empty()) {
-                alts.push_back(visit(b, bptr, depth + 1));
-                continue;
-            }
-            json merged = siblings;
-            if (b.is_object()) {
-                for (const auto & [k, v] : b.items()) {
-                    if (!is_assertion(k)) continue;
-                    if (k == "$ref")
-                        fail("keywords beside \"" + key + "\" at " + where(ptr) + " with a $ref branch (" + where(bptr) +
-                             ") are not supported");
-                    if (merged.contains(k))
-                        fail("keyword \"" + k + "\" both beside \"" + key + "\" at " + where(ptr) + " and in its branch " +
-                             where(bptr) + " is not supported");
-                    merged[k] = v;
-                }
-            } else if (!b.is_boolean()) {
-                fail("the schema at " + where(bptr) + " must be an object or a boolean");
-            }
-            alts.push_back(visit(merged, bptr, depth + 1));
-        }
-        if (alts.empty()) fail("no branch of \"" + key + "\" at " + where(ptr) + " can match");
-        return gbnf_alt(alts);
-    }
-
-    // ---- enum / const ----------------------------------------------------------------
-
-    static bool has_type(const json & v, const std::string & t) {
-        if (t == "null") return v.is_null();
-        if (t == "boolean") return v.is_boolean();
-        if (t == "object") return v.is_object();
-        if (t == "array") return v.is_array();
-        if (t == "string") return v.is_string();
-        if (t == "number") return v.is_number();
-        return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-    }
-
-    std::string enumeration(const json & s, const std::string & ptr) {
-        for (const auto & [k, v] : s.items()) {
-            if (k != "enum" && k != "const" && k != "type" && is_assertion(k))
-                fail("keyword \"" + k + "\" beside \"" + (s.contains("enum") ? "enum" : "const") + "\" at " + where(ptr) +
-                     " is not supported");
-        }
-        std::vector<json> values;
-        if (s.contains("const")) {
-            if (!s.contains("enum") || std::find(s["enum"].begin(), s["enum"].end(), s["const"]) != s["enum"].end())
-                values.push_back(s["const"]);
-        } else {
-            values.assign(s["enum"].begin(), s["enum"].end());
-        }
-        if (s.contains("type")) {
-            const auto types = s["type"].is_string() ? std::vector<std::string>{s["type"].get<std::string>()}
-                                                     : s["type"].get<std::vector<std::string>>();
-            std::erase_if(values, [&](const json & v) {
-                return std::none_of(types.begin(), types.end(), [&](const auto & t) { return has_type(v, t); });
-            });
-        }
-        if (values.empty()) fail("no value of \"enum\"/\"const\" at " + where(ptr) + " satisfies the schema's other keywords");
-        // One prefix tree over the values' JSON texts: alternatives split where the texts
-        // differ, so a 500-value enum is one deterministic choice per character.
-        Trie   trie;
-        size_t bytes = 0;
-        for (const auto & v : values) {
-            const auto text = v.dump();
-            bytes += text.size();
-            if (bytes > lim_.max_grammar_bytes)
-                fail("the grammar for this schema exceeds the limit max_grammar_bytes (" + std::to_string(lim_.max_grammar_bytes) + ")");
-            trie.insert(utf8_units(text));
-        }
-        return trie_expr(trie, hint(ptr));
-    }
-
-    // Bottom-up over the tree (a child's index is above its parent's), so a deep tree needs
-    // no deep recursion; chains of single children become one literal.
-    std::string trie_expr(const Trie & t, const std::string & name) {
-        std::vector<std::string> expr(t.nodes.size());
-        for (size_t n = t.nodes.size(); n-- > 0;) {
-            const auto & node = t.nodes[n];
-            if (n != 0 && !node.end && node.kids.size() == 1) continue; // inside a chain
-            std::vector<std::string> alts;
-            for (const auto & [unit, kid] : node.kids) {
-                std::string lit = unit;
-                size_t      at  = kid;
-                while (!t.nodes[at].end && t.nodes[at].kids.size() == 1) {
-                    lit += t.nodes[at].kids.begin()->first;
-                    at = t.nodes[at].kids.begin()->second;
-                }
-                std::string rest;
-                if (!t.nodes[at].kids.empty()) rest = gbnf_is_name(expr[at]) ? expr[at] : g_.add(name, expr[at]);
-                alts.push_back(gbnf_seq({gbnf_literal(lit), rest}));
-            }
-            if (node.end) alts.push_back("");
-            expr[n] = gbnf_alt(alts);
-        }
-        return expr[0];
-    }
-
-    // ---- objects ---------------------------------------------------------------------
-
-    struct Property {
-        std::string key;
-        std::string rule;
-        bool        required;
+void Compiler::check_shapes(const json & s, const std::string & ptr) const {
+    const auto bad = [&](const std::string & key, const std::string & what) {
+        fail("\"" + key + "\" at " + where(ptr) + " must be " + what);
     };
-
-    std::string object(const json & s, const std::string & ptr, int depth) {
-        const json         no_props = json::object();
-        const json &       props    = s.contains("properties") ? s["properties"] : no_props;
-        std::set<std::string> required;
-        if (s.contains("required"))
-            for (const auto & r : s["required"]) required.insert(r.get<std::string>());
-        // Absent additionalProperties: no extra keys when properties are declared (what a
-        // structured-output caller means), any object otherwise.
-        const json additional = s.contains("additionalProperties") ? s["additionalProperties"] : json(!s.contains("properties"));
-        const bool extras     = !(additional.is_boolean() && !additional.get<bool>());
-
-        std::vector<Property> list;
-        for (const auto & [key, v] : props.items()) {
-            if (v.is_boolean() && !v.get<bool>()) {
-                if (required.count(key)) fail("required property " + json_quote(key) + " at " + where(ptr) + " has the schema false");
-                continue;
-            }
-            list.push_back({key, visit(v, child(child(ptr, "properties"), key), depth + 1), required.count(key) > 0});
+    for (const auto & [key, v] : s.items()) {
+        if (key == "type") {
+            const auto ok_name = [](const json & t) {
+                return t.is_string() && std::find(k_types.begin(), k_types.end(), t.get<std::string>()) != k_types.end();
+            };
+            const bool ok = ok_name(v) || (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), ok_name));
+            if (!ok) bad(key, "one of null, boolean, object, array, string, integer, number, or a non-empty array of them");
+        } else if (key == "enum") {
+            if (!v.is_array() || v.empty()) bad(key, "a non-empty array");
+            if (v.size() > lim_.max_enum)
+                fail("\"enum\" at " + where(ptr) + " has " + std::to_string(v.size()) + " values, above the limit max_enum (" +
+                     std::to_string(lim_.max_enum) + ")");
+        } else if (key == "anyOf" || key == "oneOf" || key == "allOf" || key == "prefixItems") {
+            if (!v.is_array() || v.empty()) bad(key, "a non-empty array of schemas");
+        } else if (key == "$ref" || key == "pattern" || key == "format") {
+            if (!v.is_string()) bad(key, "a string");
+        } else if (key == "properties") {
+            if (!v.is_object()) bad(key, "an object of schemas");
+        } else if (key == "required") {
+            if (!v.is_array() || !std::all_of(v.begin(), v.end(), [](const json & x) { return x.is_string(); }))
+                bad(key, "an array of strings");
+        } else if (key == "additionalProperties" || key == "additionalItems") {
+            if (!v.is_boolean() && !v.is_object()) bad(key, "a schema");
+        } else if (key == "items") {
+            if (!v.is_boolean() && !v.is_object() && !v.is_array()) bad(key, "a schema or an array of schemas");
+        } else if (key == "uniqueItems") {
+            if (!v.is_boolean()) bad(key, "a boolean");
+            if (v.get<bool>()) fail("unsupported JSON schema feature \"uniqueItems\" at " + where(ptr));
+        } else if (key == "minItems" || key == "maxItems" || key == "minLength" || key == "maxLength") {
+            if (!is_count(v)) bad(key, "a non-negative integer");
+            if (v.get<double>() > static_cast<double>(lim_.max_repeat))
+                fail("\"" + key + "\" " + v.dump() + " at " + where(ptr) + " exceeds the limit max_repeat (" +
+                     std::to_string(lim_.max_repeat) + ")");
+        } else if (k_number_keys.count(key)) {
+            if (!v.is_number()) bad(key, "a number");
         }
-        for (const auto & r : s.contains("required") ? s["required"] : json::array()) {
-            const auto key = r.get<std::string>();
-            if (props.contains(key) || std::any_of(list.begin(), list.end(), [&](const auto & p) { return p.key == key; })) continue;
-            if (!extras)
-                fail("required property " + json_quote(key) + " at " + where(ptr) + " is not in \"properties\" and additional properties are not allowed");
-            list.push_back({key, visit(additional, child(ptr, "additionalProperties"), depth + 1), true});
-        }
-
-        std::string extra_kv;
-        if (extras) {
-            std::vector<std::string> declared;
-            for (const auto & p : list) declared.push_back(p.key);
-            const auto key_rule = declared.empty() ? string_rule() : other_key(declared, hint(ptr) + "-key");
-            extra_kv = g_.add(hint(ptr) + "-extra",
-                              gbnf_seq({key_rule, "\":\"", visit(additional, child(ptr, "additionalProperties"), depth + 1)}));
-        }
-
-        // next[i]: one or more members, the first chosen among properties i.. (skipping only
-        // optional ones), then extras; after[i]: what may follow once a member is written.
-        const size_t             n = list.size();
-        std::vector<bool>        all_optional(n + 1, true);
-        std::vector<std::string> next(n + 1), after(n + 1);
-        for (size_t i = n; i-- > 0;) all_optional[i] = !list[i].required && all_optional[i + 1];
-        if (extras) {
-            after[n] = g_.add(hint(ptr) + "-more", gbnf_seq({"\",\"", extra_kv})) + "*";
-            next[n]  = gbnf_seq({extra_kv, after[n]});
-        }
-        for (size_t i = n; i-- > 0;) {
-            const auto member = gbnf_seq({gbnf_literal(json_quote(list[i].key) + ":"), list[i].rule, after[i + 1]});
-            std::vector<std::string> alts{member};
-            if (!list[i].required && !next[i + 1].empty()) alts.push_back(next[i + 1]);
-            const auto choice = gbnf_alt(alts);
-            next[i]  = gbnf_is_name(choice) ? choice : g_.add(hint(ptr) + "-from-" + std::to_string(i), strip_group(choice));
-            after[i] = all_optional[i] ? gbnf_alt({gbnf_seq({"\",\"", next[i]}), ""}) : gbnf_seq({"\",\"", next[i]});
-        }
-        if (next[0].empty()) return "\"{}\"";
-        return gbnf_seq({"\"{\"", all_optional[0] ? gbnf_alt({next[0], ""}) : next[0], "\"}\""});
     }
-
-    // A rule body need not be one parenthesized unit.
-    static std::string strip_group(const std::string & alt) {
-        if (alt.size() > 2 && alt.front() == '(' && alt.back() == ')') return alt.substr(1, alt.size() - 2);
-        return alt;
+    for (const auto & [lo, hi] : {std::pair{"minItems", "maxItems"}, {"minLength", "maxLength"}}) {
+        if (s.contains(lo) && s.contains(hi) && s[lo].get<double>() > s[hi].get<double>())
+            fail("\"" + std::string(lo) + "\" (" + s[lo].dump() + ") is greater than \"" + hi + "\" (" + s[hi].dump() +
+                 ") at " + where(ptr));
     }
+}
 
-    // A JSON string that is none of `keys` (an extra property must not repeat a declared one):
-    // a prefix tree over the keys' JSON texts; leaving it early, or going on past a key's
-    // end, gives a different key.
-    std::string other_key(const std::vector<std::string> & keys, const std::string & name) {
-        Trie t;
-        for (const auto & k : keys) {
-            const auto text = json_quote(k);
-            std::vector<std::string> units;
-            // JSON text units: an escape (\" \\ \n \u0001) is one character of the key.
-            for (size_t i = 1; i + 1 < text.size();) {
-                size_t len = text[i] == '\\' ? (text[i + 1] == 'u' ? 6 : 2) : utf8_units(text.substr(i, 4))[0].size();
-                units.push_back(text.substr(i, len));
-                i += len;
-            }
-            t.insert(units);
-        }
-        const auto               ch = json_char_rule(g_);
-        std::vector<std::string> rule(t.nodes.size());
-        for (size_t n = t.nodes.size(); n-- > 0;) rule[n] = other_key_node(t, n, name, ch, rule);
-        return gbnf_seq({"\"\\\"\"", rule[0]});
-    }
+uint64_t Compiler::count(const json & s, const char * key, uint64_t fallback) {
+    return s.contains(key) ? static_cast<uint64_t>(s[key].get<double>()) : fallback;
+}
 
-    // The rest of a key from node n: a character along the tree, one that leaves it (then
-    // anything), or the closing quote where no key ends. `rule` holds the deeper nodes' rules.
-    std::string other_key_node(const Trie & t, size_t n, const std::string & name, const std::string & ch,
-                               const std::vector<std::string> & rule) {
-        std::vector<std::string> alts;
-        std::vector<CodepointRange> taken = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
-        std::string                 taken_escapes;
-        for (const auto & [unit, kid] : t.nodes[n].kids) {
-            alts.push_back(gbnf_seq({gbnf_literal(unit), rule[kid]}));
-            if (unit[0] == '\\') taken_escapes += unit[1];
-            else taken.push_back({first_codepoint(unit), first_codepoint(unit)});
-        }
-        // A character that leaves the tree, then anything.
-        std::vector<CodepointRange> free;
-        uint32_t                    next = 0;
-        std::sort(taken.begin(), taken.end(), [](auto a, auto b) { return a.lo < b.lo; });
-        for (auto r : taken) {
-            if (r.lo > next) free.push_back({next, r.lo - 1});
-            next = std::max(next, r.hi + 1);
-        }
-        if (next <= 0x10FFFF) free.push_back({next, 0x10FFFF});
-        std::vector<CodepointRange> escapes;
-        for (char e : std::string("\"\\/bfnrt"))
-            if (taken_escapes.find(e) == std::string::npos) escapes.push_back({static_cast<uint32_t>(e), static_cast<uint32_t>(e)});
-        std::string leave = gbnf_class(free);
-        if (!escapes.empty()) leave += " | \"\\\\\" " + gbnf_class(escapes);
-        leave += " | \"\\\\u\" [0-9a-fA-F]{4}";
-        alts.push_back(gbnf_seq({g_.add(name + "-leave", leave), ch + "*", "\"\\\"\""}));
-        if (!t.nodes[n].end) alts.push_back("\"\\\"\"");
-        return g_.add(name, strip_group(gbnf_alt(alts)));
-    }
+// --- shared rules
 
-    static uint32_t first_codepoint(const std::string & u) {
-        const auto c = static_cast<unsigned char>(u[0]);
-        if (c < 0x80) return c;
-        const int n = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-        uint32_t  v = c & (0x3F >> (n - 1));
-        for (int k = 1; k < n; ++k) v = (v << 6) | (static_cast<unsigned char>(u[k]) & 0x3F);
-        return v;
-    }
+std::string Compiler::prim(const std::string & name, const std::string & body) {
+    auto & r = prims_[name];
+    if (r.empty()) r = g_.add(name, body);
+    return r;
+}
 
-    // ---- arrays ----------------------------------------------------------------------
+std::string Compiler::string_rule() { return prim("string", "\"\\\"\" " + json_char_rule(g_) + "* \"\\\"\""); }
 
-    std::string array(const json & s, const std::string & ptr, int depth) {
-        // Tuple items: prefixItems, or draft 7's array-valued items. Items after them: the
-        // items schema (additionalItems in draft 7). Absent after a tuple: none, as for
-        // additionalProperties; absent with no tuple: any value.
-        const json   none = false;
-        const json   any  = true;
-        const json * prefix = nullptr;
-        const json * extra  = &any;
-        std::string  prefix_key = "prefixItems", extra_key = "items";
-        if (s.contains("items") && s["items"].is_array()) {
-            if (s.contains("prefixItems")) fail("\"items\" as an array and \"prefixItems\" together at " + where(ptr) + " are not supported");
-            prefix     = &s["items"];
-            prefix_key = "items";
-            extra_key  = "additionalItems";
-            extra      = s.contains("additionalItems") ? &s["additionalItems"] : &none;
-        } else {
-            if (s.contains("prefixItems")) prefix = &s["prefixItems"];
-            extra = s.contains("items") ? &s["items"] : prefix ? &none : &any;
-        }
-        const bool extras = !(extra->is_boolean() && !extra->get<bool>());
-        const size_t k = prefix ? prefix->size() : 0;
-        const uint64_t lo = count(s, "minItems", 0);
-        std::optional<uint64_t> hi;
-        if (s.contains("maxItems")) hi = count(s, "maxItems", 0);
-        if (!extras) hi = std::min<uint64_t>(hi.value_or(k), k);
-        if (hi && lo > *hi)
-            fail("\"minItems\" (" + std::to_string(lo) + ") at " + where(ptr) + " needs more items than the " +
-                 std::to_string(k) + " in \"" + prefix_key + "\" and no others are allowed");
-        const size_t used = hi ? std::min<uint64_t>(k, *hi) : k;
+std::string Compiler::int_digits() {
+    return "(\"0\" | [1-9] [0-9]{0," + std::to_string(k_max_int_digits - 1) + "})";
+}
 
-        std::string tail; // items after the tuple
-        if (extras && (!hi || *hi > k)) {
-            const auto x   = visit(*extra, child(ptr, extra_key), depth + 1);
-            const auto sep = g_.add(hint(ptr) + "-next", gbnf_seq({"\",\"", x}));
-            const uint64_t t_lo = lo > k ? lo - k : 0;
-            const std::optional<uint64_t> t_hi = hi ? std::optional<uint64_t>(*hi - k) : std::nullopt;
-            if (k > 0) tail = gbnf_repeat(g_, sep, t_lo, t_hi);
-            else {
-                const auto rest = gbnf_repeat(g_, sep, t_lo > 0 ? t_lo - 1 : 0, t_hi ? std::optional<uint64_t>(*t_hi - 1) : std::nullopt);
-                tail = t_lo > 0 ? gbnf_seq({x, rest}) : gbnf_alt({gbnf_seq({x, rest}), ""});
-            }
-        }
-        // Tuple items from the last: each one past minItems is optional along with the rest.
-        std::string acc = tail;
-        for (size_t i = used; i-- > 0;) {
-            const auto item = visit((*prefix)[i], child(child(ptr, prefix_key), std::to_string(i)), depth + 1);
-            acc = gbnf_seq({i == 0 ? "" : "\",\"", item, acc});
-            if (i >= lo) acc = g_.add(hint(ptr) + "-tail", acc) + "?";
-        }
-        return gbnf_seq({"\"[\"", acc, "\"]\""});
-    }
+std::string Compiler::integer_rule() { return prim("integer", "\"0\" | \"-\"? [1-9] [0-9]{0," + std::to_string(k_max_int_digits - 1) + "}"); }
 
-    // ---- strings ---------------------------------------------------------------------
+std::string Compiler::number_rule() {
+    return prim("number", "\"-\"? " + int_digits() + " (\".\" [0-9]{1," + std::to_string(k_max_int_digits) +
+                              "})? " + k_gbnf_json_exponent);
+}
 
-    std::string string(const json & s, const std::string & ptr) {
-        const uint64_t                min = count(s, "minLength", 0);
-        std::optional<uint64_t>       max;
-        if (s.contains("maxLength")) max = count(s, "maxLength", 0);
-        const std::string q = "\"\\\"\"";
-        if (s.contains("pattern")) {
-            if (s.contains("format")) fail("\"format\" together with \"pattern\" at " + where(ptr) + " is not supported");
-            RegexGbnf r;
-            try {
-                r = regex_to_gbnf(s["pattern"].get<std::string>(), g_, hint(ptr) + "-pattern",
-                                  {lim_.max_pattern_length, lim_.max_pattern_depth, lim_.max_repeat});
-            } catch (const Error & e) {
-                fail("\"pattern\" at " + where(ptr) + ": " + e.what());
-            }
-            // Length bounds the pattern alone already implies are fine; others would need the
-            // intersection of two languages.
-            if (min > r.min_len || (max && (!r.max_len || *r.max_len > *max)))
-                fail("\"minLength\"/\"maxLength\" together with \"pattern\" at " + where(ptr) +
-                     " are not supported unless the pattern alone implies them (anchor it and bound its counts)");
-            return gbnf_seq({q, r.expr, q});
-        }
-        if (s.contains("format")) {
-            const auto format = s["format"].get<std::string>();
-            if (min > 0 || max)
-                fail("\"minLength\"/\"maxLength\" together with \"format\" at " + where(ptr) + " are not supported");
-            return gbnf_seq({q, format_rule(format, ptr), q});
-        }
-        if (min == 0 && !max) return string_rule();
-        return gbnf_seq({q, gbnf_repeat(g_, json_char_rule(g_), min, max), q});
-    }
+// Any JSON value, compact.
+std::string Compiler::any_value() {
+    auto & r = prims_["value"];
+    if (!r.empty()) return r;
+    r               = g_.reserve("value");
+    const auto str  = string_rule();
+    const auto obj  = g_.add("object", "\"{\" (" + str + " \":\" " + r + " (\",\" " + str + " \":\" " + r + ")*)? \"}\"");
+    const auto arr  = g_.add("array", "\"[\" (" + r + " (\",\" " + r + ")*)? \"]\"");
+    g_.define(r, obj + " | " + arr + " | " + str + " | " + number_rule() + " | " + prim("boolean", R"("true" | "false")") +
+                     " | \"null\"");
+    return r;
+}
 
-    std::string format_rule(const std::string & format, const std::string & ptr) {
-        const std::string date = R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]))";
-        const std::string time = R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,9})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))";
-        if (format == "date") return prim("date", date);
-        if (format == "time") return prim("time", time);
-        if (format == "date-time") return prim("date-time", prim("date", date) + " \"T\" " + prim("time", time));
-        if (format == "uuid")
-            return prim("uuid", R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})");
-        fail("unsupported string format " + json_quote(format) + " at " + where(ptr) + " (supported: date, time, date-time, uuid)");
-    }
+} // namespace specd::grammar::schema
 
-    // ---- numbers ---------------------------------------------------------------------
-
-    // An integer bound from a JSON number: `up` rounds toward the inside of the range.
-    // nullopt: the bound lies beyond every integer the grammar writes, so it binds nothing.
-    static std::optional<int64_t> int_bound(const json & v, bool lower, bool exclusive, const std::string & key,
-                                            const std::string & ptr) {
-        double d;
-        if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX)) {
-            const int64_t x = v.get<int64_t>();
-            if (x > -k_bound_limit && x < k_bound_limit) return lower ? (exclusive ? x + 1 : x) : (exclusive ? x - 1 : x);
-            d = static_cast<double>(x);
-        } else {
-            d = v.get<double>();
-        }
-        if (lower && d <= -k_bound_limit) return std::nullopt;
-        if (!lower && d >= k_bound_limit) return std::nullopt;
-        if (std::abs(d) >= k_bound_limit || !std::isfinite(d))
-            fail("\"" + key + "\" " + v.dump() + " at " + where(ptr) + " is out of the supported range (magnitude below 1e18)");
-        const auto x = static_cast<int64_t>(lower ? std::floor(d) : std::ceil(d));
-        const bool integral = std::floor(d) == d;
-        if (lower) return exclusive || !integral ? x + 1 : x;
-        return exclusive || !integral ? x - 1 : x;
-    }
-
-    std::string integer(const json & s, const std::string & ptr) {
-        std::optional<int64_t> lo, hi;
-        bool                   bounded = false;
-        for (const auto & [key, lower, exclusive] : {std::tuple{"minimum", true, false}, {"exclusiveMinimum", true, true},
-                                                     {"maximum", false, false}, {"exclusiveMaximum", false, true}}) {
-            if (!s.contains(key)) continue;
-            bounded = true;
-            const auto b = int_bound(s[key], lower, exclusive, key, ptr);
-            if (!b) continue;
-            auto & side = lower ? lo : hi;
-            side = !side ? *b : lower ? std::max(*side, *b) : std::min(*side, *b);
-        }
-        if (!bounded) return integer_rule();
-        const auto expr = integer_range_gbnf(lo, hi);
-        if (expr.empty()) fail("no integer satisfies the bounds at " + where(ptr));
-        return expr;
-    }
-
-    std::string number(const json & s, const std::string & ptr) {
-        std::optional<NumberBound> lo, hi;
-        bool                       bounded = false;
-        for (const auto & [key, lower, exclusive] : {std::tuple{"minimum", true, false}, {"exclusiveMinimum", true, true},
-                                                     {"maximum", false, false}, {"exclusiveMaximum", false, true}}) {
-            if (!s.contains(key)) continue;
-            bounded      = true;
-            const auto & v = s[key];
-            const double d = v.get<double>();
-            if (!std::isfinite(d) || std::floor(d) != d)
-                fail("non-integral bound \"" + std::string(key) + "\" " + v.dump() + " on a number at " + where(ptr) +
-                     " is not supported (only integral bounds are enforced exactly)");
-            if ((lower && d <= -k_bound_limit) || (!lower && d >= k_bound_limit)) continue;
-            if (std::abs(d) >= k_bound_limit)
-                fail("\"" + std::string(key) + "\" " + v.dump() + " at " + where(ptr) + " is out of the supported range (magnitude below 1e18)");
-            const NumberBound b{v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(d), exclusive};
-            auto & side = lower ? lo : hi;
-            // The tighter bound wins; at equal values the exclusive one.
-            if (!side || (lower ? b.value > side->value : b.value < side->value) || (b.value == side->value && b.exclusive))
-                side = b;
-        }
-        if (!bounded) return number_rule();
-        const auto expr = number_range_gbnf(lo, hi);
-        if (expr.empty()) fail("no number satisfies the bounds at " + where(ptr));
-        return expr;
-    }
-
-    const json &                       root_;
-    const SchemaLimits &               lim_;
-    GbnfRules                          g_;
-    std::map<std::string, std::string> refs_;     // canonical pointer -> rule
-    std::map<std::string, int>         progress_; // pointer -> 1 on the DFS path, 2 checked
-    std::map<std::string, std::string> prims_;
-    size_t                             nodes_ = 0;
-};
-
-} // namespace
+namespace specd::grammar {
 
 std::string compile_schema(const nlohmann::ordered_json & schema, const SchemaLimits & limits) {
-    return Compiler(schema, limits).run();
+    return schema::Compiler(schema, limits).run();
 }
 
 } // namespace specd::grammar

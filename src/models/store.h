@@ -210,14 +210,18 @@ class Store {
   private:
     friend class BlobWriter;
     friend class Pull; // frees the blobs of the manifest a pull replaces (collect_replaced)
+    friend class StoreCreate; // one create(): put_file/put_bytes, temp files in blobs_dir_
 
     std::optional<std::filesystem::path> find_manifest_file(const ModelName & name) const;
     std::optional<std::string>           read_manifest_bytes(const ModelName & name) const;
+    // The config blob's details; empty when it cannot be read (they are cosmetic).
+    ModelConfig                          read_config(const Manifest & manifest) const;
     // put_blob_* that also say whether the blob was already stored (for create's progress).
     std::string put_bytes(std::string_view bytes, bool * existed);
     std::string put_file(const std::filesystem::path & src, bool * existed);
-    Manifest create_guarded(const ModelName & name, const Modelfile & modelfile,
-                            const std::filesystem::path & modelfile_dir, const CreateOptions & options);
+    // The digests name's manifest references (its config and layers); empty when there is
+    // no manifest or it cannot be read.
+    std::vector<std::string> referenced_digests(const ModelName & name) const;
     // Collects the blobs of a replaced manifest that nothing references any more.
     void collect_replaced(const std::vector<std::string> & old_digests);
     // Runs fn as the only collector while no WriteGuard is held.

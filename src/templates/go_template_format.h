@@ -1,7 +1,8 @@
 #pragma once
 // Go's fmt and encoding/json, as far as templates reach them: how a value prints, print /
 // println / printf, strconv.Quote, JSON the way json.Marshal writes it, and the escapers
-// behind html, js and urlquery.
+// behind html, js and urlquery. Implemented in go_template_format.cpp (fmt), go_template_json,
+// go_template_strconv and go_template_escape.
 //
 // One deliberate difference from Go: an array or an object prints as JSON. In Go a plain
 // map prints as `map[k:v]`, but every value Ollama hands a template whole (Tools, a tool's
