@@ -29,16 +29,22 @@ fi
 mode=cells
 if [ "${1:-}" = cache ]; then mode=cache; shift; fi
 if [ "${1:-}" = concurrency ]; then mode=concurrency; shift; fi
+if [ "${1:-}" = coupling ]; then mode=coupling; shift; fi
 cells=bench/speculation.json
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then cells=$1; shift; fi
 
 bash scripts/setup.sh
 cmake --preset release >/dev/null
 cmake --build --preset release --target specd specd-testmodel
-llama_server="$(bash scripts/llama.sh server)"
 models_src="$(bash scripts/llama.sh source)/models"
 models_dir="${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}/bench-models"
 bash bench/make-models.sh "$cells" build/bin/specd-testmodel "$models_src" "$models_dir"
+if [ "$mode" = coupling ]; then # specd alone: no llama-server to build
+  cmake --build --preset release --target specd-sample-cost
+  build/bin/specd-sample-cost > bench/results/sample-cost.json
+  exec node bench/coupling.mjs --specd build/bin/specd --models "$models_dir" --out bench/results "$@"
+fi
+llama_server="$(bash scripts/llama.sh server)"
 if [ "$mode" = concurrency ]; then
   exec node bench/concurrency.mjs --specd build/bin/specd --llama-server "$llama_server" \
     --models "$models_dir" --out bench/results "$@"

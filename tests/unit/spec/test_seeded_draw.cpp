@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -100,4 +101,32 @@ TEST(SeededDraw, CouplingMakesSimilarDistributionsAgree) {
     }
     EXPECT_GT(agree, int(0.85 * n)); // Gumbel coupling guarantees at least (1 - TV) / (1 + TV) = 0.905
     EXPECT_LT(independent, int(0.4 * n));
+}
+
+// The draw skips candidates that cannot win without computing their noise: it must still be
+// the argmax of log p + g over every candidate, for flat, peaked and long-tailed p.
+TEST(SeededDraw, SkippingTheTailKeepsTheGumbelArgmax) {
+    std::mt19937_64 rng(5);
+    for (double spread : {0.1, 2.0, 6.0}) {
+        std::normal_distribution<double> logit(0.0, spread);
+        for (int trial = 0; trial < 200; ++trial) {
+            TokenDist d;
+            double    z = 0.0;
+            for (int v = 0; v < 300; ++v) {
+                d.ids.push_back(v * 13);
+                d.probs.push_back(static_cast<float>(std::exp(logit(rng))));
+                z += d.probs.back();
+            }
+            for (auto & p : d.probs) p = static_cast<float>(p / z);
+            const uint64_t seed  = rng();
+            const int64_t  index = trial;
+            size_t best = 0;
+            for (size_t i = 1; i < d.ids.size(); ++i) {
+                const double a = std::log(double(d.probs[i])) + gumbel_noise(seed, index, d.ids[i]);
+                const double b = std::log(double(d.probs[best])) + gumbel_noise(seed, index, d.ids[best]);
+                if (a > b) best = i;
+            }
+            EXPECT_EQ(seeded_draw(d, seed, index), d.ids[best]) << "spread " << spread << " trial " << trial;
+        }
+    }
 }
