@@ -32,10 +32,13 @@ async function acceptance(server, temperature, seeded) {
   for (let i = 0; i < requests; ++i) {
     const options = { temperature, num_predict: tokens, draft_depth: depth };
     if (seeded) options.seed = 1000 + i;
-    const body = { model: server.name, prompt: PROMPTS[i % PROMPTS.length], raw: true, stream: false, options };
+    // Streamed: a slow machine may take longer for a whole answer than fetch waits for headers.
+    const body = { model: server.name, prompt: PROMPTS[i % PROMPTS.length], raw: true, stream: true, options };
     const r = await fetch(`${server.url}/api/generate`, { method: 'POST', body: JSON.stringify(body) });
-    const j = await r.json();
-    if (!r.ok) throw new Error(`specd: ${j.error}`);
+    if (!r.ok) throw new Error(`specd: ${(await r.json()).error}`);
+    const lines = (await r.text()).trim().split('\n');
+    const j = JSON.parse(lines[lines.length - 1]);
+    if (j.error || !j.done) throw new Error(`specd: ${j.error ?? 'the answer did not finish'}`);
     drafted += j.speculation.drafted;
     accepted += j.speculation.accepted;
     generated += j.eval_count;

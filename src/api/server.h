@@ -26,9 +26,11 @@ struct ServerConfig {
     int32_t               default_num_ctx = 4096; // fixed, never derived from memory size
     std::string           origins;                // SPECD_ORIGINS: extra allowed browser origins
     bool                  no_draft = false;       // --no-draft / SPECD_NO_DRAFT: speculation off
-    // SPECD_UNSEEDED_SAMPLING=rejection: requests without a seed verify drafts by rejection
-    // sampling (with a seed, always the seeded draw: reproducible text).
-    bool                  unseeded_rejection = false;
+    // SPECD_UNSEEDED_SAMPLING (default rejection): requests without a seed verify drafts by
+    // rejection sampling, which accepts more than the coupled seeded draw (bench/results/
+    // coupling.md); `seeded` gives them the seeded draw too. With a seed, always the seeded
+    // draw: reproducible text.
+    bool                  unseeded_rejection = true;
     std::string           api_key;                // SPECD_API_KEY: required as a Bearer token
     size_t                prompt_cache_bytes = cache::default_prompt_cache_budget(); // SPECD_PROMPT_CACHE; 0: off
     scheduler::SchedulerConfig scheduler;

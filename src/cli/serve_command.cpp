@@ -100,8 +100,8 @@ int cmd_serve(const Args & args) {
         if (auto v = setting("NO_DRAFT"); v && *v != "0" && *v != "false") cfg.no_draft = true;
         if (auto v = setting("MAX_QUEUE")) cfg.scheduler.max_queue = std::stoul(*v);
         if (auto v = setting("UNSEEDED_SAMPLING")) {
-            if (*v == "rejection") cfg.unseeded_rejection = true;
-            else if (*v != "seeded") throw std::invalid_argument("UNSEEDED_SAMPLING must be seeded or rejection, not \"" + *v + "\"");
+            if (*v == "seeded") cfg.unseeded_rejection = false;
+            else if (*v != "rejection") throw std::invalid_argument("UNSEEDED_SAMPLING must be seeded or rejection, not \"" + *v + "\"");
         }
         if (auto v = setting("CONTEXT_LENGTH")) {
             cfg.default_num_ctx = std::stoi(*v);

@@ -91,17 +91,20 @@ describe('seeded sampling', () => {
 });
 
 describe('SPECD_UNSEEDED_SAMPLING', () => {
-  test('rejection: unseeded requests verify by rejection sampling, seeded ones stay reproducible', async () => {
-    const srv = await startServer({ models: [pairModel], env: { SPECD_UNSEEDED_SAMPLING: 'rejection', SPECD_NUM_PARALLEL: '1' } });
-    try {
-      const a = await generate(srv.url, sampled(5));
-      const b = await generate(srv.url, sampled(5, { draft_num_predict: 0 }));
-      assert.equal(a.response, b.response);
-      const free = await generate(srv.url, { temperature: 0.9, num_predict: 40 });
-      assert.equal(free.eval_count, 40);
-    } finally {
-      const r = await srv.stop();
-      assert.equal(r.code, 0);
+  test('seeded and rejection (the default) both serve unseeded requests; seeded ones stay reproducible', async () => {
+    for (const value of ['seeded', 'rejection']) {
+      const srv = await startServer({ models: [pairModel], env: { SPECD_UNSEEDED_SAMPLING: value, SPECD_NUM_PARALLEL: '1' } });
+      try {
+        const a = await generate(srv.url, sampled(5, { draft_depth: 4 }));
+        const b = await generate(srv.url, sampled(5, { draft_num_predict: 0 }));
+        assert.equal(a.response, b.response, value);
+        const free = await generate(srv.url, { temperature: 0.9, num_predict: 40, draft_depth: 4 });
+        assert.equal(free.eval_count, 40, value);
+        assert.ok(free.speculation.drafted > 0, value);
+      } finally {
+        const r = await srv.stop();
+        assert.equal(r.code, 0);
+      }
     }
   });
 
