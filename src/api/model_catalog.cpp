@@ -227,6 +227,9 @@ void catalog_create(models::Store & store, const json & body, const std::functio
     if (auto it = body.find("messages"); it != body.end() && !it->is_null()) mf.messages = parse_create_messages(*it);
     std::function<void(const std::filesystem::path &, const std::filesystem::path &)> quantize;
     if (auto q = opt_string(body, "quantize"); q && !q->empty()) quantize = quantize_rewrite(*q, progress);
+    // specd's extension: quantize the DRAFT model as well.
+    std::function<void(const std::filesystem::path &, const std::filesystem::path &)> quantize_draft;
+    if (auto q = opt_string(body, "draft_quantize"); q && !q->empty()) quantize_draft = quantize_rewrite(*q, progress);
     if (auto it = body.find("parameters"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) throw bad_request("parameters must be an object");
         for (const auto & [key, value] : it->items()) {
@@ -245,6 +248,7 @@ void catalog_create(models::Store & store, const json & body, const std::functio
     models::CreateOptions opts = create_options(progress);
     opts.allow_local_files     = false; // a client names stored models and uploaded blobs, never paths
     opts.rewrite_model = std::move(quantize);
+    opts.rewrite_draft = std::move(quantize_draft);
     try {
         store.create(name, mf, store.root(), opts);
     } catch (const Error & e) {

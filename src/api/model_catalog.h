@@ -27,7 +27,8 @@ void catalog_copy(models::Store & store, const std::string & source, const std::
 // Ollama's structured /api/create: {model, from | files, system, parameters, ...}. `from`
 // names a stored model; `files` maps file names to blob digests already uploaded through
 // /api/blobs (the first .gguf one is the model); `adapters` maps LoRA file names to uploaded
-// digests; `quantize` (e.g. "q4_K_M") quantizes an F32/F16/BF16 model while it is stored.
+// digests; `quantize` (e.g. "q4_K_M") quantizes an F32/F16/BF16 model while it is stored,
+// `draft_quantize` (specd's) its draft model.
 // Paths are never taken from a client.
 void catalog_create(models::Store & store, const json & body, const std::function<void(const std::string &)> & progress);
 

@@ -95,6 +95,9 @@ struct CreateOptions {
     // first write of a create, so a refusal (thrown before writing) leaves nothing behind.
     // Unset: the GGUF is stored as it is.
     std::function<void(const std::filesystem::path & in, const std::filesystem::path & out)> rewrite_model;
+    // The same for the draft GGUF (the API's `draft_quantize`): the DRAFT line's model, or
+    // the draft inherited from FROM. Set without any draft, create is refused.
+    std::function<void(const std::filesystem::path & in, const std::filesystem::path & out)> rewrite_draft;
     // Status lines in Ollama's create vocabulary ("using existing layer sha256:...", ...).
     std::function<void(const std::string & status)> progress;
 };

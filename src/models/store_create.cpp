@@ -29,6 +29,16 @@ fs::path resolve_local_path(const std::string & value, const fs::path & modelfil
     return p.is_absolute() ? p : modelfile_dir / p;
 }
 
+// A rewritten GGUF's temp file in blobs/: invisible to readers, swept if this process dies,
+// removed here otherwise.
+struct TempFile {
+    fs::path path;
+    ~TempFile() {
+        std::error_code ec;
+        fs::remove(path, ec);
+    }
+};
+
 bool looks_like_path(std::string_view value) {
     return value.starts_with('/') || value.starts_with('.') || value.starts_with('~') ||
            value.ends_with(".gguf") || value.ends_with(".bin") || value.find('\\') != std::string_view::npos;
@@ -174,6 +184,10 @@ void StoreCreate::find_model_and_projector() {
 
 void StoreCreate::find_draft() {
     if (!mf_.draft) {
+        // A draft rewrite (draft_quantize) needs a draft: this DRAFT line's or FROM's.
+        if (options_.rewrite_draft && !(from_.model && from_.model->find(media_type::draft))) {
+            throw error(ErrorKind::bad_request, "draft quantization needs a DRAFT model");
+        }
         return;
     }
     draft_ = find_source(*mf_.draft, "DRAFT");
@@ -227,16 +241,10 @@ void StoreCreate::store_model_layer() {
     }
 }
 
-// Through a temp file in blobs/ (invisible to readers, swept if this process dies), then
-// stored like any GGUF: hashed, verified and renamed into place.
+// Through a temp file in blobs/, then stored like any GGUF: hashed, verified and renamed
+// into place.
 void StoreCreate::rewrite_model() {
-    struct TempFile {
-        fs::path path;
-        ~TempFile() {
-            std::error_code ec;
-            fs::remove(path, ec);
-        }
-    } rewritten{temp_path_in(store_.blobs_dir_)};
+    const TempFile rewritten{temp_path_in(store_.blobs_dir_)};
     options_.rewrite_model(model_gguf_, rewritten.path);
     check_gguf(rewritten.path);
     if (from_.model) {
@@ -278,7 +286,11 @@ void StoreCreate::add_adapter_layers(std::vector<Layer> & layers) {
 
 std::optional<Layer> StoreCreate::draft_layer() {
     std::optional<Layer> draft = inherited(media_type::draft);
-    if (draft_.file) {
+    if (options_.rewrite_draft) {
+        // find_draft refused a create without any draft, so one of the two is there.
+        const bool from_line = draft_.file || draft_.model;
+        draft = rewrite_draft(from_line ? gguf_of(draft_, draft_label()) : store_.blob_path(draft->digest));
+    } else if (draft_.file) {
         draft = add_file_layer(*draft_.file, media_type::draft);
     } else if (draft_.model) {
         const Layer layer = model_layer_of(*draft_.model, draft_label());
@@ -288,6 +300,15 @@ std::optional<Layer> StoreCreate::draft_layer() {
         throw error(ErrorKind::bad_request, "DRAFT must be a different model than FROM");
     }
     return draft;
+}
+
+// The draft's GGUF (the DRAFT line's, or the one inherited from FROM) as rewrite_model does
+// the model's.
+Layer StoreCreate::rewrite_draft(const fs::path & draft_gguf) {
+    const TempFile rewritten{temp_path_in(store_.blobs_dir_)};
+    options_.rewrite_draft(draft_gguf, rewritten.path);
+    check_gguf(rewritten.path);
+    return add_file_layer(rewritten.path, media_type::draft);
 }
 
 Parameters StoreCreate::parameters() const {

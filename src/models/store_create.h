@@ -3,8 +3,8 @@
 // Modelfile writes nothing: the Modelfile's own lines, then every source (FROM, a vision
 // projector on a second FROM line, DRAFT, ADAPTER) found and checked. Then the writes, in
 // manifest order: the model layer (a new GGUF, quantized through a temp file, or a stored
-// model's), the projector, adapters, draft, parameters and texts, then the config blob and
-// the manifest, last.
+// model's), the projector, adapters, draft (quantized the same way), parameters and texts,
+// then the config blob and the manifest, last.
 #include "models/store.h"
 
 #include <cstddef>
@@ -48,6 +48,7 @@ class StoreCreate {
     std::optional<Layer> projector_layer();
     void                 add_adapter_layers(std::vector<Layer> & layers);
     std::optional<Layer> draft_layer();
+    Layer                rewrite_draft(const std::filesystem::path & draft_gguf); // the API's draft_quantize
     Parameters           parameters() const;
     void                 add_text_layers(std::vector<Layer> & layers);
     void                 add_foreign_layers(std::vector<Layer> & layers) const;

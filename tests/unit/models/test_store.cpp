@@ -600,6 +600,28 @@ TEST_F(StoreTest, CreateRewritesTheModel) {
     EXPECT_FALSE(store_->read_manifest(name("q3")));
 }
 
+TEST_F(StoreTest, CreateRewritesTheDraft) {
+    CreateOptions opts;
+    opts.rewrite_draft = [&](const fs::path & in, const fs::path & out) { write_file(out, read_file(in) + " quantized"); };
+    const Manifest m = create("d", "FROM ./tiny.gguf\nDRAFT ./draft.gguf\n", opts);
+    EXPECT_EQ(read_file(store_->blob_path(m.find(media_type::draft)->digest)), fake_gguf("draft weights") + " quantized");
+    EXPECT_EQ(read_file(store_->blob_path(m.find(media_type::model)->digest)), fake_gguf("tiny weights"));
+    // The original draft file was not stored beside its rewrite.
+    EXPECT_FALSE(store_->has_blob(sha256_digest(fake_gguf("draft weights"))));
+
+    // A draft inherited from FROM is rewritten too.
+    const Manifest r = create("d2", "FROM d\n", opts);
+    EXPECT_EQ(read_file(store_->blob_path(r.find(media_type::draft)->digest)),
+              fake_gguf("draft weights") + " quantized quantized");
+
+    // Without any draft: refused before anything is written.
+    const size_t files_before = count_files(root_);
+    auto [kind, msg]          = error_of([&] { create("d3", "FROM ./tiny.gguf\n", opts); });
+    EXPECT_EQ(kind, ErrorKind::bad_request);
+    EXPECT_NE(msg.find("needs a DRAFT"), std::string::npos) << msg;
+    EXPECT_EQ(count_files(root_), files_before);
+}
+
 TEST_F(StoreTest, TempFilesAreInvisibleAndCleanedOnOpen) {
     create("tiny", "FROM ./tiny.gguf\n");
     // What a crash mid-write leaves behind: a half-written blob and a half-written manifest.
