@@ -1,5 +1,7 @@
 #include "cli/client.h"
 
+#include "core/settings.h"
+
 #include <httplib.h>
 
 #include <cstdlib>
@@ -8,7 +10,7 @@
 
 namespace specd::cli {
 
-ApiClient::ApiClient(const std::string & host, int port) {
+ApiClient::ApiClient(const std::string & host, int port) : host_(host), port_(port) {
     // A server bound to every interface is reached through loopback.
     const std::string target = (host == "0.0.0.0" || host.empty()) ? "127.0.0.1" : host == "::" ? "::1" : host;
     http_ = std::make_unique<httplib::Client>(target, port);
@@ -19,10 +21,21 @@ ApiClient::ApiClient(const std::string & host, int port) {
 }
 
 ApiClient::~ApiClient() = default;
+ApiClient::ApiClient(ApiClient &&) noexcept = default;
+
+ApiClient ApiClient::configured() {
+    const HostPort hp = configured_host();
+    return ApiClient(hp.host, hp.port);
+}
 
 bool ApiClient::server_up() {
     auto res = http_->Get("/api/version");
     return res && res->status == 200;
+}
+
+std::string ApiClient::unreachable_message() const {
+    return "could not connect to the server at " + host_ + ":" + std::to_string(port_) +
+           "; start it with `specd serve`";
 }
 
 int ApiClient::request(const std::string & method, const std::string & path, const nlohmann::json & body,
@@ -36,18 +49,21 @@ int ApiClient::request(const std::string & method, const std::string & path, con
     return res->status;
 }
 
-int ApiClient::upload(const std::string & path, const std::string & file) {
+int ApiClient::upload(const std::string & path, const std::string & file,
+                      const std::function<void(uint64_t, uint64_t)> & progress) {
     auto in = std::make_shared<std::ifstream>(file, std::ios::binary);
     if (!*in) return 0;
     const auto size = std::filesystem::file_size(file);
     auto res = http_->Post(
         path, size,
-        [in](size_t offset, size_t length, httplib::DataSink & sink) {
+        [in, size, &progress](size_t offset, size_t length, httplib::DataSink & sink) {
             std::vector<char> buf(std::min<size_t>(length, 1 << 20));
             in->seekg(static_cast<std::streamoff>(offset));
             in->read(buf.data(), static_cast<std::streamsize>(buf.size()));
             const auto got = in->gcount();
-            return got > 0 && sink.write(buf.data(), static_cast<size_t>(got));
+            if (got <= 0 || !sink.write(buf.data(), static_cast<size_t>(got))) return false;
+            if (progress) progress(offset + static_cast<uint64_t>(got), size);
+            return true;
         },
         "application/octet-stream");
     return res ? res->status : 0;
@@ -82,6 +98,16 @@ int ApiClient::stream(const std::string & path, const nlohmann::json & body,
     if (!res && status == 0) return 0;
     if (status != 200) on_line(nlohmann::json::parse(error_body, nullptr, false));
     return status;
+}
+
+std::string error_message(const std::string & body, int status) {
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (j.is_object() && j.contains("error")) {
+        const auto & e = j["error"];
+        if (e.is_string()) return e.get<std::string>();
+        if (e.is_object() && e.contains("message") && e["message"].is_string()) return e["message"];
+    }
+    return status == 0 ? "could not connect to the server" : "the server answered HTTP " + std::to_string(status);
 }
 
 } // namespace specd::cli

@@ -76,18 +76,14 @@ http::Limits connection_limits() {
 
 } // namespace
 
-int cmd_serve(const Args & args) {
+int cmd_serve(const ServeOptions & o) {
     api::ServerConfig cfg;
     try {
-        HostPort hp = configured_host();
-        for (size_t i = 0; i < args.size(); ++i) {
-            if (args[i] == "--host" && i + 1 < args.size()) hp = parse_host(args[++i]);
-            else if (args[i] == "--models" && i + 1 < args.size()) cfg.models_dir = args[++i];
-            else if (args[i] == "--no-draft") cfg.no_draft = true;
-            else if (args[i] == "--parallel" && i + 1 < args.size()) cfg.scheduler.num_parallel = parse_parallel(args[++i]);
-            else throw std::invalid_argument("unknown argument: " + args[i]);
-        }
-        if (auto v = setting("NUM_PARALLEL"); v && cfg.scheduler.num_parallel == 0) {
+        HostPort hp = o.host ? parse_host(*o.host) : configured_host();
+        if (o.models) cfg.models_dir = *o.models;
+        cfg.no_draft = o.no_draft;
+        if (o.parallel) cfg.scheduler.num_parallel = parse_parallel(*o.parallel);
+        if (auto v = setting("NUM_PARALLEL"); v && !o.parallel) {
             cfg.scheduler.num_parallel = parse_parallel(*v);
         }
         if (auto v = setting("MAX_MEMORY")) cfg.scheduler.memory_budget = parse_byte_size(*v);
