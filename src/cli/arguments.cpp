@@ -133,6 +133,7 @@ int dispatch(CLI::App & app, const std::string & name, Parsed & p) {
     }
     if (name == "help") {
         if (p.help_topic.empty()) {
+            app.clear(); // CLI11's help() shows the chosen subcommand's, here "help" itself
             std::fputs(help_text(app, "").c_str(), stdout);
             return 0;
         }
