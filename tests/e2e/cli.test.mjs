@@ -1,5 +1,8 @@
-// The specd CLI against a running server (SPECD_HOST points it there): list, show, ps, stop,
-// run, cp, rm, create (with ADAPTER, MESSAGE and -q) and create's refusals.
+// The specd CLI against a running server (SPECD_HOST points it there): --help everywhere,
+// flags in any position and unknown ones refused, list, show and its flags, ps, stop, run and
+// its flags (--verbose, --format, --keepalive, --think), cp, rm, create (with ADAPTER, MESSAGE,
+// -q and --draft-quantize) and create's refusals, push, and one-line errors. The terminal
+// (interactive mode, word wrap, progress bars) is in cli_terminal.test.mjs.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -26,11 +29,147 @@ describe('cli', () => {
     assert.ok(r.stdout.includes(version), `${r.stdout} vs ${version}`);
   });
 
+  test('--help on every command: exit 0 and a usage line', async () => {
+    const commands = ['serve', 'start', 'create', 'show', 'run', 'stop', 'pull', 'push', 'list', 'ls', 'ps', 'cp', 'rm',
+      'version', 'help'];
+    const runs = await Promise.all(commands.map((c) => cli([c, '--help'])));
+    runs.forEach((r, i) => {
+      assert.equal(r.code, 0, `${commands[i]} --help: ${r.stderr}`);
+      const name = { start: 'serve', ls: 'list' }[commands[i]] ?? commands[i];
+      assert.match(r.stdout, new RegExp(`^Usage: specd ${name} `, 'm'), `${commands[i]}: ${r.stdout}`);
+      assert.equal(r.stderr, '');
+    });
+    const serve = runs[0].stdout;
+    for (const flag of ['--host', '--models', '--no-draft', '--parallel']) assert.ok(serve.includes(flag), serve);
+    const run = runs[commands.indexOf('run')].stdout;
+    for (const flag of ['--verbose', '--format', '--think', '--hidethinking', '--keepalive', '--nowordwrap']) {
+      assert.ok(run.includes(flag), run);
+    }
+    for (const flag of ['--license', '--modelfile', '--parameters', '--template', '--system', '--verbose']) {
+      assert.ok(runs[commands.indexOf('show')].stdout.includes(flag), flag);
+    }
+    assert.match(runs[commands.indexOf('create')].stdout, /--draft-quantize/);
+    for (const args of [['--help'], ['-h'], [], ['help']]) {
+      const r = await cli(args);
+      assert.equal(r.code, 0, `${args}: ${r.stderr}`);
+      assert.match(r.stdout, /^Usage: specd /m);
+      assert.match(r.stdout, /^ {2}serve, start /m);
+    }
+    const topic = await cli(['help', 'run']);
+    assert.equal(topic.code, 0);
+    assert.match(topic.stdout, /^Usage: specd run \[OPTIONS\] MODEL \[PROMPT\.\.\.\]$/m);
+  });
+
+  test('unknown flags and commands are one error line with exit 1; flags go anywhere', async () => {
+    for (const args of [['run', 'tiny', 'hi', '--nope'], ['list', '--nope'], ['serve', '--no-such-flag'], ['--nope']]) {
+      const r = await cli(args);
+      assert.equal(r.code, 1, `${args}: ${r.stdout}`);
+      assert.equal(r.stderr, `Error: unknown flag: ${args.at(-1)}\n`);
+      assert.equal(r.stdout, '');
+    }
+    const extra = await cli(['cp', 'a', 'b', 'c']);
+    assert.equal(extra.code, 1);
+    assert.equal(extra.stderr, 'Error: unexpected argument: c\n');
+    const unknown = await cli(['frobnicate']);
+    assert.equal(unknown.code, 1);
+    assert.equal(unknown.stderr.split('\n').length, 2, unknown.stderr);
+    // The same flag before the model, between the words of the prompt, at the end.
+    const api = await h.srv.client.generate({ model: 'tiny', prompt: 'hello there' });
+    for (const args of [['run', '--verbose', 'tiny', 'hello', 'there'], ['run', 'tiny', 'hello', '--verbose', 'there'],
+      ['run', 'tiny', 'hello', 'there', '--verbose']]) {
+      const r = await cli(args);
+      ok(r, args.join(' '));
+      assert.equal(r.stdout, `${api.response}\n`);
+      assert.match(r.stderr, /^eval count: +8 token\(s\)$/m);
+    }
+  });
+
+  test('run --verbose: timings and the speculation counters on stderr', async () => {
+    const r = await cli(['run', 'tiny', 'hello', '--verbose']);
+    ok(r, 'specd run --verbose');
+    const api = await h.srv.client.generate({ model: 'tiny', prompt: 'hello' });
+    assert.equal(r.stdout, `${api.response}\n`);
+    for (const row of [/^total duration: +[\d.]+(ns|µs|ms|s)$/m, /^prompt eval count: +\d+ token\(s\)$/m,
+      /^prompt eval rate: +[\d.]+ tokens\/s$/m, /^eval count: +8 token\(s\)$/m, /^eval rate: +[\d.]+ tokens\/s$/m,
+      /^draft rounds: +\d+$/m, /^draft tokens: +\d+$/m, /^draft accepted: +\d+/m, /^draft mean depth: +[\d.]+$/m]) {
+      assert.match(r.stderr, row);
+    }
+    const rounds = Number(/^draft rounds: +(\d+)$/m.exec(r.stderr)[1]);
+    assert.ok(rounds > 0 && rounds <= 8, r.stderr);
+  });
+
+  test('run --format json and a JSON schema: the answer the API gives for that format', async () => {
+    const json = await cli(['run', 'tiny', 'hello', '--format', 'json']);
+    ok(json, 'specd run --format json');
+    const api = await h.srv.client.generate({ model: 'tiny', prompt: 'hello', format: 'json' });
+    assert.equal(json.stdout, `${api.response}\n`);
+    assert.match(json.stdout, /^\s*\{/);
+    const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] };
+    const r = await cli(['run', 'tiny', 'hello', `--format=${JSON.stringify(schema)}`, '--verbose']);
+    ok(r, 'specd run --format <schema>');
+    const withSchema = await h.srv.client.generate({ model: 'tiny', prompt: 'hello', format: schema });
+    assert.equal(r.stdout, `${withSchema.response}\n`);
+    assert.match(r.stdout, /^\{\s*"a"/);
+    assert.match(r.stderr, /^forced tokens: +[1-9]\d*$/m, 'the schema forces its key');
+  });
+
+  test('run --keepalive: how long the model stays, as ps shows it', async () => {
+    const until = async () => {
+      const r = await cli(['ps']);
+      ok(r, 'specd ps');
+      return /^tiny:latest\s.*\s{4}(\S.*)$/m.exec(r.stdout)?.[1];
+    };
+    ok(await cli(['run', 'tiny', 'hi', '--keepalive', '-1']), 'run --keepalive -1');
+    assert.equal(await until(), 'Forever');
+    ok(await cli(['run', 'tiny', 'hi', '--keepalive=1h']), 'run --keepalive=1h');
+    assert.match(await until(), /^(59 minutes|About an hour) from now$/);
+    ok(await cli(['run', 'tiny', 'hi', '--keepalive', '0']), 'run --keepalive 0');
+    let loaded = (await h.srv.client.ps()).models;
+    for (let i = 0; i < 50 && loaded.length > 0; ++i) {
+      await new Promise((r) => setTimeout(r, 100));
+      loaded = (await h.srv.client.ps()).models;
+    }
+    assert.deepEqual(loaded, []);
+  });
+
+  test('show: sections, -v metadata, one of --license --modelfile --parameters --template --system', async () => {
+    const r = await cli(['show', 'tiny']);
+    ok(r, 'specd show');
+    assert.match(r.stdout, /^ {2}Model\n {4}architecture +llama\n {4}parameters +\S+\n {4}context length +\d+\n/m);
+    assert.match(r.stdout, /^ {2}Capabilities\n {4}completion$/m);
+    assert.doesNotMatch(r.stdout, /Metadata/);
+    const v = await cli(['show', '-v', 'tiny']);
+    ok(v, 'specd show -v');
+    assert.match(v.stdout, /^ {2}Metadata$/m);
+    assert.match(v.stdout, /^ {4}general\.architecture +llama$/m);
+    const api = await h.srv.client.show({ model: 'tiny' });
+    for (const [flag, field] of [['--template', 'template'], ['--parameters', 'parameters'], ['--modelfile', 'modelfile']]) {
+      const f = await cli(['show', 'tiny', flag]);
+      ok(f, `show ${flag}`);
+      assert.equal(f.stdout.trimEnd(), api[field].trimEnd(), flag);
+    }
+    for (const flag of ['--license', '--system']) {
+      const f = await cli(['show', flag, 'tiny']);
+      ok(f, `show ${flag}`);
+      assert.equal(f.stdout, '', `${flag}: tiny has none`);
+    }
+    const two = await cli(['show', 'tiny', '--license', '--system']);
+    assert.equal(two.code, 1);
+    assert.match(two.stderr, /^Error: only one of .* can be specified\n$/);
+  });
+
+  test('push: this server has no /api/push yet, and says so', async () => {
+    const r = await cli(['push', 'tiny']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, 'Error: this server cannot push models: it has no /api/push (HTTP 404)\n');
+  });
+
   test('specd list shows the model', async () => {
     const r = await cli(['list']);
     ok(r, 'specd list');
-    assert.match(r.stdout, /^NAME\s+ID\s+SIZE\s+MODIFIED/m);
-    assert.match(r.stdout, /^tiny:latest\s+[0-9a-f]{12}\s+\d+ MB/m);
+    assert.match(r.stdout, /^NAME\s+ID\s+SIZE\s+MODIFIED$/m);
+    // Ollama's columns: a short ID, a human size, how long ago.
+    assert.match(r.stdout, /^tiny:latest\s+[0-9a-f]{12}\s+17 MB\s+(Less than a second|\d+ seconds|About a minute|\d+ minutes) ago$/m);
   });
 
   test('specd show tiny', async () => {
@@ -67,8 +206,9 @@ describe('cli', () => {
     await h.srv.client.generate({ model: 'tiny', prompt: 'hi', options: { num_predict: 2 } });
     const r = await cli(['ps']);
     ok(r, 'specd ps');
-    assert.match(r.stdout, /^NAME\s+SIZE\s+CONTEXT/m);
-    assert.match(r.stdout, /^tiny:latest\s+\d+ MB\s+4096\b/m);
+    assert.match(r.stdout, /^NAME\s+ID\s+SIZE\s+PROCESSOR\s+CONTEXT\s+UNTIL$/m);
+    const [m] = (await h.srv.client.ps()).models;
+    assert.match(r.stdout, new RegExp(`^tiny:latest\\s+${m.digest.slice(0, 12)}\\s+\\d+ MB\\s+100% CPU\\s+4096\\s+\\d+ minutes from now$`, 'm'));
   });
 
   test('specd stop unloads a running model', async () => {
@@ -86,8 +226,8 @@ describe('cli', () => {
     assert.notEqual(unknown.code, 0);
     assert.match(unknown.stderr, /couldn't find model "nope"/);
     const usage = await cli(['stop']);
-    assert.notEqual(usage.code, 0);
-    assert.match(usage.stderr, /usage: specd stop MODEL/);
+    assert.equal(usage.code, 1);
+    assert.equal(usage.stderr, 'Error: MODEL is required\n');
   });
 
   test('specd create uploads ADAPTER files and sends MESSAGEs; -q quantizes', async () => {
@@ -111,6 +251,37 @@ describe('cli', () => {
     assert.match(bad.stderr, /unsupported quantization type q7/);
   });
 
+  test('create prints "success" once, through a server and without one; --draft-quantize', async () => {
+    const mf = path.join(scratch, 'Modelfile.once');
+    await fsp.writeFile(mf, `FROM ${fixture('tiny.gguf')}\nSYSTEM be brief\n`);
+    const viaServer = await cli(['create', 'once', '-f', mf]);
+    ok(viaServer, 'create through the server');
+    assert.equal((viaServer.stderr.match(/^success$/gm) ?? []).length, 1, viaServer.stderr);
+    assert.match(viaServer.stderr, /^gathering model components\n/);
+    assert.match(viaServer.stderr, /^writing manifest$/m);
+    const dir = await fsp.mkdtemp(path.join(scratch, 'store-'));
+    const direct = await runCli(['create', 'once', '-f', mf], { env: { SPECD_HOST: `127.0.0.1:${await freePort()}`, SPECD_MODELS: dir } });
+    ok(direct, 'create without a server');
+    assert.equal((direct.stderr.match(/^success$/gm) ?? []).length, 1, direct.stderr);
+
+    // The draft quantized as the model is: its layer is a new, smaller GGUF.
+    const pair = path.join(scratch, 'Modelfile.pair');
+    await fsp.writeFile(pair, `FROM ${fixture('pair-target.gguf')}\nDRAFT ${fixture('pair-draft.gguf')}\n`);
+    ok(await cli(['create', 'pair-q', '-f', pair, '-q', 'q8_0', '--draft-quantize', 'q8_0']), 'create --draft-quantize');
+    const manifest = JSON.parse(fs.readFileSync(
+      path.join(h.srv.modelsDir, 'manifests', 'registry.ollama.ai', 'library', 'pair-q', 'latest'), 'utf8'));
+    const draft = manifest.layers.find((l) => l.mediaType === 'application/vnd.specd.image.draft');
+    const original = fs.statSync(fixture('pair-draft.gguf')).size;
+    assert.ok(draft.size < original / 2, `draft layer ${draft.size} bytes vs ${original}`);
+    assert.equal((await h.srv.client.show({ model: 'pair-q' })).details.quantization_level, 'Q8_0');
+    const g = await h.srv.client.generate({ model: 'pair-q', prompt: 'hi', options: { num_predict: 4 } });
+    assert.ok(g.speculation.drafted > 0, JSON.stringify(g.speculation));
+    const noDraft = await cli(['create', 'x', '-f', mf, '--draft-quantize', 'q8_0']);
+    assert.equal(noDraft.code, 1);
+    assert.equal(noDraft.stderr.split('\n').filter((l) => l.startsWith('Error: ')).at(-1),
+      'Error: draft quantization needs a DRAFT model');
+  });
+
   test('specd cp and specd rm', async () => {
     ok(await cli(['cp', 'tiny', 'tiny2']), 'specd cp');
     assert.ok((await h.srv.client.list()).models.some((m) => m.name === 'tiny2:latest'));
@@ -123,13 +294,20 @@ describe('cli', () => {
     assert.match(again.stderr, /not found/);
   });
 
-  test('errors: unknown model for run and show', async () => {
-    const run = await cli(['run', 'nope', 'hello']);
-    assert.notEqual(run.code, 0);
-    assert.match(run.stderr, /not found/);
+  test('errors: the server\'s message on one line, exit 1', async () => {
     const show = await cli(['show', 'nope']);
-    assert.notEqual(show.code, 0);
-    assert.match(show.stderr, /not found/);
+    assert.equal(show.code, 1);
+    assert.equal(show.stderr, 'Error: model "nope" not found, try pulling it first\n');
+    const think = await cli(['run', 'tiny', 'hi', '--think']);
+    assert.equal(think.code, 1);
+    assert.equal(think.stderr, 'Error: model "tiny:latest" does not support thinking\n');
+    const format = await cli(['run', 'tiny', 'hi', '--format', 'yaml']);
+    assert.equal(format.code, 1);
+    assert.match(format.stderr, /^Error: invalid format "yaml"; expected "json" or a JSON schema object\n$/);
+    const keep = await cli(['run', 'tiny', 'hi', '--keepalive', 'soon']);
+    assert.equal(keep.code, 1);
+    assert.equal(keep.stderr.split('\n').length, 2, keep.stderr);
+    assert.match(keep.stderr, /^Error: .*keep_alive/);
   });
 
   test('specd create refuses a FROM that is not a GGUF file', async () => {
@@ -171,10 +349,13 @@ describe('cli', () => {
     ok(list, 'specd list without a server');
     assert.match(list.stdout, /^tiny:latest/m);
     const ps = await runCli(['ps'], { env });
-    assert.notEqual(ps.code, 0);
-    assert.match(ps.stderr, /^Error: /m);
+    assert.equal(ps.code, 1);
+    assert.match(ps.stderr, /^Error: could not connect to the server at 127\.0\.0\.1:\d+; start it with `specd serve`\n$/);
     const run = await runCli(['run', 'tiny', 'hi'], { env });
-    assert.notEqual(run.code, 0);
-    assert.match(run.stderr, /connect/);
+    assert.equal(run.code, 1);
+    assert.equal(run.stderr, ps.stderr);
+    const show = await runCli(['show', 'tiny', '--parameters'], { env });
+    ok(show, 'specd show without a server');
+    assert.match(show.stdout, /^num_predict\s+8$/m);
   });
 });
