@@ -103,7 +103,9 @@ std::optional<Answer> stream_answer(ApiClient & c, const std::string & path, con
         }
         return true;
     });
-    if (answer.interrupted) {
+    // Ctrl+C may also end the stream from inside the client (a read cut short by the signal).
+    if (answer.interrupted || interrupt_pending()) {
+        answer.interrupted = true;
         printer.finish();
         return answer;
     }

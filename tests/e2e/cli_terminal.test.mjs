@@ -89,6 +89,16 @@ describe('cli on a terminal', () => {
       await t.line('/set quiet');
       await t.waitFor(/^Set 'quiet' mode\.$/m);
 
+      // Ctrl+C stops an answer that would take minutes; the session goes on.
+      await t.line('/set parameter num_predict 100000');
+      await t.waitFor(/^Set parameter 'num_predict' to '100000'$/m);
+      await t.line('go on and on');
+      await t.waitFor(/^>>> go on and on\n\s*\S/m);
+      await t.press('C-c');
+      await t.waitFor(/^>>> go on and on\n[\s\S]*^>>> *$/m, { timeoutMs: 10_000 });
+      await t.line('/set parameter num_predict 4');
+      await t.waitFor(/^Set parameter 'num_predict' to '4'$/m, { count: 2 });
+
       // Ctrl+C on an empty line says how to leave, and leaves nothing behind.
       await t.press('C-c');
       await t.waitFor(/^Use Ctrl \+ d or \/bye to exit\.$/m);
@@ -131,7 +141,9 @@ describe('cli on a terminal', () => {
       assert.match(saved.parameters, /^temperature\s+0/m);
       assert.match(saved.modelfile, /^MESSAGE user hello$/m);
       assert.ok(saved.modelfile.includes('first line\nsecond line'), saved.modelfile);
-      assert.equal((saved.modelfile.match(/^MESSAGE assistant /gm) ?? []).length, 3, saved.modelfile);
+      // hello twice, the stopped answer (what was answered stays), the block.
+      assert.match(saved.modelfile, /^MESSAGE user go on and on$/m);
+      assert.equal((saved.modelfile.match(/^MESSAGE assistant /gm) ?? []).length, 4, saved.modelfile);
 
       await t.line('/clear');
       await t.waitFor(/^Cleared session context$/m);
