@@ -1,6 +1,9 @@
+// `specd serve` (also `specd start`): the settings and flags into a ServerConfig, then the
+// server until SIGINT or SIGTERM.
 #include "api/ollama_request.h"
 #include "api/server.h"
 #include "cli/commands.h"
+#include "cli/terminal.h"
 #include "core/settings.h"
 #include "http/limits.h"
 #include "engine/session.h"
@@ -111,8 +114,8 @@ int cmd_serve(const ServeOptions & o) {
         // Loaded models may use most of the machine's memory; the rest is left to the system.
         if (cfg.scheduler.memory_budget == 0) cfg.scheduler.memory_budget = scheduler::physical_memory_bytes() / 10 * 9;
     } catch (const std::exception & e) {
-        std::fprintf(stderr, "specd serve: %s\n", e.what());
-        return 2;
+        fail(e.what());
+        return 2; // a setting that cannot be used, as a usage error
     }
 
     // Signals are taken by a watcher thread (sigwait), so stopping runs as normal code.
@@ -136,8 +139,7 @@ int cmd_serve(const ServeOptions & o) {
         raise(SIGTERM); // wakes the watcher if listening ended some other way
         watcher.join();
     } catch (const std::exception & e) {
-        std::fprintf(stderr, "specd serve: %s\n", e.what());
-        return 1;
+        return fail(e.what());
     }
     return 0;
 }
