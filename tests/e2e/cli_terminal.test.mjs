@@ -1,10 +1,11 @@
 // The CLI on a terminal, typed into as a person types (tmux, terminal.mjs): the interactive
 // mode (line editing, history kept across sessions, /set, /show, /load, /save, /clear,
-// """ blocks, Ctrl+C, /bye), word wrap and dimmed thinking, and the progress bars of create
-// and pull. Also `run` pulling a missing model first, from a local registry.
+// """ blocks, Ctrl+C, /bye), word wrap and dimmed thinking, and the progress bars of create,
+// pull and push. Also `run` pulling a missing model first, from a local registry.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe } from 'node:test';
@@ -147,6 +148,23 @@ describe('cli on a terminal', () => {
 
       await t.line('/clear');
       await t.waitFor(/^Cleared session context$/m);
+      // /set format json: the next answer is the one the API gives for that format; what
+      // /save keeps after /clear is that one exchange alone.
+      await t.line('/set format json');
+      await t.waitFor(/^Set format to 'json' mode\.$/m);
+      await t.line('hello json');
+      await t.waitFor(/^>>> hello json\n[\s\S]*?^>>> *$/m);
+      await t.line('/set noformat');
+      await t.waitFor(/^Disabled format\.$/m);
+      await t.line('/save cleared');
+      await t.waitFor(/^Created new model 'cleared'$/m);
+      const json = await h.srv.client.chat({
+        model: 'tiny', format: 'json', options: { num_predict: 4 },
+        messages: [{ role: 'system', content: 'You are a pirate.' }, { role: 'user', content: 'hello json' }],
+      });
+      assert.match(json.message.content, /^\{/);
+      const cleared = (await h.srv.client.show({ model: 'cleared' })).modelfile;
+      assert.deepEqual(cleared.match(/^MESSAGE .*$/gm), ['MESSAGE user hello json', `MESSAGE assistant ${json.message.content}`]);
       await t.line('/load nope');
       await t.waitFor(/^Couldn't find model 'nope'$/m);
       await t.line('/load pirate');
@@ -232,15 +250,18 @@ describe('cli on a terminal', () => {
     });
   });
 
-  test('progress bars: create uploads a file, pull downloads layers', async () => {
+  test('progress bars: create uploads the model and its draft, pull downloads layers', async () => {
     const mf = path.join(scratch, 'Modelfile.bar');
-    await fsp.writeFile(mf, `FROM ${fixture('pair-target.gguf')}\n`);
-    await withTerminal(['create', 'bar', '-f', mf, '-q', 'q8_0'], {}, async (t) => {
+    await fsp.writeFile(mf, `FROM ${fixture('pair-target.gguf')}\nDRAFT ${fixture('pair-draft.gguf')}\n`);
+    await withTerminal(['create', 'bar', '-f', mf, '-q', 'q8_0', '--draft-quantize', 'q8_0'], {}, async (t) => {
       assert.equal(await t.exited({ timeoutMs: 60_000 }), 0, await t.screen());
       const screen = await t.screen();
       assert.match(screen, /^gathering model components$/m);
-      assert.match(screen, /^copying file sha256:[0-9a-f]{12}: 100% ▕█{25}▏ 17 MB$/m);
-      assert.match(screen, /^quantizing .* model to Q8_0$/im);
+      // One bar per uploaded file, each drawn in place to its end.
+      const bars = screen.match(/^copying file sha256:[0-9a-f]{12}: 100% ▕█{25}▏ 17 MB$/gm) ?? [];
+      assert.equal(bars.length, 2, screen);
+      assert.notEqual(bars[0], bars[1]);
+      assert.equal((screen.match(/^quantizing F32 model to Q8_0$/gm) ?? []).length, 2, screen);
       assert.equal((screen.match(/^success$/gm) ?? []).length, 1, screen);
     });
 
@@ -254,6 +275,63 @@ describe('cli on a terminal', () => {
       assert.match(screen, new RegExp(`^pulling ${sha256(gguf).slice(7, 19)}: 100% ▕█{25}▏ 17 MB$`, 'm'));
       assert.match(screen, /^success$/m);
     });
+  });
+
+  test('push: the progress bar of a server that pushes, and its error line as it is', async () => {
+    // specd's own server has no /api/push yet (cli.test.mjs checks the CLI says so): this
+    // stand-in answers with Ollama's push stream, so what is tested is the CLI's side.
+    const digest = `sha256:${'ab'.repeat(32)}`;
+    const total = 17_000_000;
+    const bodies = [];
+    const pusher = http.createServer(async (req, res) => {
+      if (req.method === 'GET' && req.url === '/api/version') return res.end('{"version":"0.0.0"}');
+      if (req.method !== 'POST' || req.url !== '/api/push') {
+        res.statusCode = 404;
+        return res.end('404 page not found');
+      }
+      let text = '';
+      for await (const chunk of req) text += chunk;
+      const body = JSON.parse(text);
+      bodies.push(body);
+      if (!body.model) {
+        res.statusCode = 400;
+        return res.end('{"error":"model is required"}');
+      }
+      res.setHeader('content-type', 'application/x-ndjson');
+      const send = (line) => res.write(`${JSON.stringify(line)}\n`);
+      send({ status: 'retrieving manifest' });
+      if (body.model === 'ns/denied') {
+        send({ error: 'unauthorized: you are not authorized to push to this namespace' });
+        return res.end();
+      }
+      for (let completed = 0; completed <= total; completed += total / 4) {
+        send({ status: `pushing ${digest.slice(7, 19)}`, digest, total, completed });
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      send({ status: 'pushing manifest' });
+      send({ status: 'success' });
+      res.end();
+    });
+    await new Promise((resolve) => pusher.listen(0, '127.0.0.1', resolve));
+    try {
+      const env = { SPECD_HOST: `127.0.0.1:${pusher.address().port}`, HOME: home };
+      const term = await startTerminal([SPECD_BIN, 'push', 'ns/pushed', '--insecure'], { env });
+      try {
+        assert.equal(await term.exited(), 0, await term.screen());
+        const screen = await term.screen();
+        assert.match(screen, /^retrieving manifest\npushing abababababab: 100% ▕█{25}▏ 17 MB\npushing manifest\nsuccess$/m);
+      } finally {
+        await term.close();
+      }
+      assert.deepEqual(bodies.at(-1), { model: 'ns/pushed', insecure: true });
+
+      const denied = await runCli(['push', 'ns/denied'], { env });
+      assert.equal(denied.code, 1);
+      assert.equal(denied.stderr, 'retrieving manifest\nError: unauthorized: you are not authorized to push to this namespace\n');
+    } finally {
+      pusher.closeAllConnections();
+      await new Promise((resolve) => pusher.close(resolve));
+    }
   });
 
   test('run pulls a missing model first, then answers', async () => {
