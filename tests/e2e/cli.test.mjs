@@ -1,15 +1,16 @@
-// The specd CLI against a running server (SPECD_HOST points it there): --help everywhere,
+// The specd CLI against a running server (SPECD_HOST points it there): --help everywhere, start,
 // flags in any position and unknown ones refused, list, show and its flags, ps, stop, run and
 // its flags (--verbose, --format, --keepalive, --think), cp, rm, create (with ADAPTER, MESSAGE,
 // -q and --draft-quantize) and create's refusals, push, and one-line errors. The terminal
 // (interactive mode, word wrap, progress bars) is in cli_terminal.test.mjs.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe } from 'node:test';
-import { fixture, freePort, runCli, test, useServer } from './harness.mjs';
+import { SPECD_BIN, fixture, freePort, runCli, test, useServer } from './harness.mjs';
 
 const h = useServer({ models: [{ name: 'tiny', lines: ['PARAMETER num_predict 8', 'PARAMETER temperature 0'] }] });
 const cli = (args, opts = {}) => runCli(args, { env: h.srv.env, ...opts });
@@ -58,6 +59,33 @@ describe('cli', () => {
     const topic = await cli(['help', 'run']);
     assert.equal(topic.code, 0);
     assert.match(topic.stdout, /^Usage: specd run \[OPTIONS\] MODEL \[PROMPT\.\.\.\]$/m);
+  });
+
+  test('specd start is serve: it listens where --host says and stops cleanly on SIGTERM', async () => {
+    const port = await freePort();
+    const dir = await fsp.mkdtemp(path.join(scratch, 'start-'));
+    const child = spawn(SPECD_BIN, ['start', '--models', dir, '--host', `127.0.0.1:${port}`], { stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    try {
+      let version = null;
+      for (let i = 0; i < 200 && !version; ++i) {
+        version = await fetch(`http://127.0.0.1:${port}/api/version`).then((r) => r.json()).catch(() => null);
+        if (!version) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.ok(version?.version, 'specd start answers GET /api/version');
+      child.kill('SIGTERM');
+      assert.deepEqual(await exited, { code: 0, signal: null });
+    } finally {
+      child.kill('SIGKILL');
+    }
+    // A setting it cannot use is a usage error (exit 2); a host it cannot listen on, exit 1.
+    const parallel = await runCli(['serve', '--models', dir, '--parallel', 'nope']);
+    assert.equal(parallel.code, 2);
+    assert.equal(parallel.stderr, 'Error: parallel sequences must be a number from 0 (automatic) to 256, not "nope"\n');
+    const taken = `127.0.0.1:${h.srv.port}`;
+    const host = await runCli(['start', '--models', dir, '--host', taken]);
+    assert.equal(host.code, 1);
+    assert.equal(host.stderr, `Error: cannot listen on ${taken} (address in use or not available)\n`);
   });
 
   test('unknown flags and commands are one error line with exit 1; flags go anywhere', async () => {
