@@ -8,7 +8,7 @@ set -euo pipefail
 # libssl-dev: llama.cpp's cpp-httplib is built with OpenSSL for https pulls (scripts/llama.sh).
 # libboost-dev: Boost.Asio and Boost.Beast (header-only) for the HTTP server (src/http).
 # libcli11-dev, libreadline-dev: the CLI's argument parsing and line editing (src/cli).
-# tmux: the e2e tests type into the interactive mode through a terminal (cli_interactive).
+# tmux: the e2e tests type into the interactive mode through a terminal (cli_terminal).
 packages=(cmake ninja-build g++ git ca-certificates openssl libssl-dev libboost-dev libgtest-dev libcli11-dev
           libreadline-dev tmux nodejs npm curl "$@")
 missing=()
