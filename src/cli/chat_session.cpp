@@ -75,6 +75,7 @@ void usage_parameters() {
         "  /set parameter repeat_penalty <float> How strongly to penalize repetitions\n"
         "  /set parameter repeat_last_n <int>    Set how far back to look for repetitions\n"
         "  /set parameter draft_num_predict <int> Most tokens drafted per speculation round\n"
+        "  /set parameter draft_depth <int>      A fixed speculation depth (0-16) instead of the controller\n"
         "  /set parameter stop <string> <string> ...   Set the stop parameters\n\n");
 }
 
