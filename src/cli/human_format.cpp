@@ -76,6 +76,13 @@ std::optional<Clock::time_point> parse_rfc3339(const std::string & text) {
         return std::nullopt;
     }
     const time_t utc = timegm(&tm) - offset;
+    // The clock counts nanoseconds in 64 bits (years 1678 to 2262); the server's "never
+    // expires" is later (2318), so a time outside that range is the clock's end.
+    using std::chrono::seconds;
+    constexpr auto last = std::chrono::duration_cast<seconds>(Clock::duration::max()).count() - 1;
+    constexpr auto first = std::chrono::duration_cast<seconds>(Clock::duration::min()).count() + 1;
+    if (utc > last) return Clock::time_point::max();
+    if (utc < first) return Clock::time_point::min();
     return Clock::from_time_t(utc) + std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(nanos));
 }
 

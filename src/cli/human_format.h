@@ -21,7 +21,7 @@ std::string human_duration(std::chrono::seconds d);
 std::string human_time(Clock::time_point t, Clock::time_point now);
 
 // RFC 3339 as the API writes it ("2024-05-01T12:00:00.123456789Z", "...+02:00"); nullopt
-// for anything else.
+// for anything else. A time past what the clock holds (after 2262) is its max().
 std::optional<Clock::time_point> parse_rfc3339(const std::string & text);
 
 // A duration in nanoseconds as Go prints one, rounded: "1.234s", "20.1ms", "812µs".

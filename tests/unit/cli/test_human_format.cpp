@@ -52,7 +52,12 @@ TEST(HumanFormat, ParsesTheApisTimes) {
     // The server's "never expires" time parses and is far ahead.
     const auto never = parse_rfc3339("2318-01-01T00:00:00Z");
     ASSERT_TRUE(never);
+    EXPECT_EQ(*never, Clock::time_point::max()); // past the clock's range, not wrapped around
     EXPECT_EQ(human_time(*never, Clock::now()), "Forever");
+    const auto last = parse_rfc3339("2262-01-01T00:00:00Z");
+    ASSERT_TRUE(last);
+    EXPECT_EQ(duration_cast<seconds>(last->time_since_epoch()).count(), 9214646400);
+    EXPECT_EQ(parse_rfc3339("1600-01-01T00:00:00Z"), Clock::time_point::min());
     for (const char * bad : {"", "yesterday", "2024-05-01", "2024-05-01T12:00:00", "2024-05-01T12:00:00+2"}) {
         EXPECT_FALSE(parse_rfc3339(bad)) << bad;
     }
