@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/backend.h"
+#include "engine/text_cutter.h"
 
 #include <fstream>
 #include <sstream>
@@ -43,6 +44,7 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path & path, const Mod
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers       = 0;
     mp.load_mode          = opts.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+    mp.vocab_only         = opts.vocab_only;
 
     LogCapture capture;
     m->model_.reset(llama_model_load_from_file(path.c_str(), mp));
@@ -87,6 +89,13 @@ std::vector<llama_token> Model::tokenize(std::string_view text, bool add_special
     if (n < 0) throw Error(ErrorKind::internal, "tokenization failed");
     tokens.resize(n);
     return tokens;
+}
+
+Model::~Model() = default;
+
+const TextCutter & Model::text_cutter() const {
+    std::call_once(text_cutter_once_, [this] { text_cutter_ = std::make_unique<const TextCutter>(*this); });
+    return *text_cutter_;
 }
 
 const grammar::VocabIndex & Model::vocab_index() const {

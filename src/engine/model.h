@@ -16,11 +16,15 @@
 
 namespace specd::engine {
 
+class TextCutter;
+
 struct ModelLoadOptions {
     bool use_mmap = true;
     // LoRA adapter GGUFs (the manifest's adapter layers), applied at scale 1 to every context
     // created for this model (context_factory).
     std::vector<std::filesystem::path> adapters;
+    // The tokenizer alone (llama.cpp's vocab-only GGUFs): tokenize, but no context.
+    bool vocab_only = false;
 };
 
 class Model {
@@ -50,6 +54,11 @@ class Model {
     const grammar::VocabIndex & vocab_index() const;
     // Its bytes once built, 0 before.
     size_t vocab_index_bytes() const { return vocab_index_bytes_.load(std::memory_order_acquire); }
+    // Where a long prompt can be cut to tokenize only its ends (engine/text_cutter.h); built
+    // on first use (a pass over the vocabulary).
+    const TextCutter & text_cutter() const;
+
+    ~Model();
 
     // The thread counts measured for this model on this machine (cpu_threads), kept so that
     // a new session on it does not time them again; nullopt until measured.
@@ -69,6 +78,8 @@ class Model {
     mutable std::once_flag                               vocab_index_once_;
     mutable std::unique_ptr<const grammar::VocabIndex>   vocab_index_;
     mutable std::atomic<size_t>                          vocab_index_bytes_{0};
+    mutable std::once_flag                               text_cutter_once_;
+    mutable std::unique_ptr<const TextCutter>            text_cutter_;
     mutable std::mutex                                   threads_mu_;
     std::optional<ThreadChoice>                          measured_threads_;
 };

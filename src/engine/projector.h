@@ -31,6 +31,9 @@ struct MultimodalPrompt {
     std::vector<llama_token> tokens;              // text tokens and image pseudo-tokens, one per position
     std::vector<ImageSpan>   images;              // in order of `start`
     const Projector *        projector = nullptr; // evaluates the images; outlives the prompt
+    // The text's middle was never tokenized (engine/prompt_ends.h): `tokens` are its ends,
+    // and the prompt is over the context.
+    bool                     elided = false;
 };
 
 inline bool is_image_token(llama_token t) { return t < 0; }

@@ -1,21 +1,23 @@
 #include "engine/prompt_builder.h"
 
 #include "core/error.h"
+#include "engine/text_cutter.h"
 #include "templates/ollama_prompt.h"
 
 namespace specd::engine {
 
 namespace {
 
-std::vector<llama_token> tokenize_templated(const Model & model, const std::string & text) {
-    auto tokens = model.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
+EndTokens tokenize_templated(const Model & model, const std::string & text, const PromptReading & reading) {
+    EndTokens out = tokenize_ends(model, text, /*add_special=*/true, /*parse_special=*/true, reading.ends, reading.cancel);
+    auto &    tokens = out.tokens;
     // Templates that write the BOS text themselves would otherwise get a second BOS.
     const llama_token bos = llama_vocab_bos(model.vocab());
     if (tokens.size() >= 2 && tokens[0] == bos && tokens[1] == bos) tokens.erase(tokens.begin());
-    return tokens;
+    return out;
 }
 
-std::vector<llama_token> fill_in_the_middle(const Model & model, const PromptSpec & spec) {
+EndTokens fill_in_the_middle(const Model & model, const PromptSpec & spec, const PromptReading & reading) {
     const llama_vocab * v   = model.vocab();
     const llama_token   pre = llama_vocab_fim_pre(v);
     const llama_token   suf = llama_vocab_fim_suf(v);
@@ -23,11 +25,14 @@ std::vector<llama_token> fill_in_the_middle(const Model & model, const PromptSpe
     if (pre == LLAMA_TOKEN_NULL || suf == LLAMA_TOKEN_NULL || mid == LLAMA_TOKEN_NULL) {
         throw bad_request("this model does not support insert (suffix)");
     }
-    std::vector<llama_token> out{pre};
-    for (auto t : model.tokenize(spec.prompt, false, false)) out.push_back(t);
-    out.push_back(suf);
-    for (auto t : model.tokenize(spec.suffix, false, false)) out.push_back(t);
-    out.push_back(mid);
+    // Each part keeps enough of both its ends for the whole to keep its own.
+    EndTokens       prompt = tokenize_ends(model, spec.prompt, false, false, reading.ends, reading.cancel);
+    EndTokens       suffix = tokenize_ends(model, spec.suffix, false, false, reading.ends, reading.cancel, "the suffix");
+    EndTokens       out{{pre}, prompt.elided || suffix.elided};
+    out.tokens.insert(out.tokens.end(), prompt.tokens.begin(), prompt.tokens.end());
+    out.tokens.push_back(suf);
+    out.tokens.insert(out.tokens.end(), suffix.tokens.begin(), suffix.tokens.end());
+    out.tokens.push_back(mid);
     return out;
 }
 
@@ -40,32 +45,40 @@ std::string render(const ChatTemplate & jinja, const templates::GoTemplate * go,
     return jinja.render_chat(messages, spec.tools, spec.think).prompt;
 }
 
-} // namespace
-
-std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
-                                      const std::string & default_system, const templates::GoTemplate * go_template) {
-    std::vector<llama_token> tokens;
+// The prompt of a request without images.
+EndTokens build_text_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
+                            const std::string & default_system, const templates::GoTemplate * go_template,
+                            const PromptReading & reading) {
     if (spec.kind == PromptSpec::Kind::chat) {
-        return tokenize_templated(model, render(tmpl, go_template, conversation_of(spec, default_system), spec));
+        return tokenize_templated(model, render(tmpl, go_template, conversation_of(spec, default_system), spec), reading);
     }
 
+    EndTokens out;
     if (!spec.suffix.empty()) {
-        tokens = fill_in_the_middle(model, spec);
+        out = fill_in_the_middle(model, spec, reading);
     } else if (spec.raw) {
-        tokens = model.tokenize(spec.prompt, true, true);
+        out = tokenize_ends(model, spec.prompt, true, true, reading.ends, reading.cancel);
     } else {
-        tokens = tokenize_templated(model, render(tmpl, go_template, conversation_of(spec, default_system), spec));
+        out = tokenize_templated(model, render(tmpl, go_template, conversation_of(spec, default_system), spec), reading);
     }
 
     if (!spec.context.empty()) {
-        const int32_t n_vocab = llama_vocab_n_tokens(model.vocab());
+        std::vector<llama_token> & tokens  = out.tokens;
+        const int32_t              n_vocab = llama_vocab_n_tokens(model.vocab());
         for (int32_t t : spec.context) {
             if (t < 0 || t >= n_vocab) throw bad_request("context holds a token id outside the vocabulary");
         }
         if (!tokens.empty() && tokens.front() == llama_vocab_bos(model.vocab())) tokens.erase(tokens.begin());
         tokens.insert(tokens.begin(), spec.context.begin(), spec.context.end());
     }
-    return tokens;
+    return out;
+}
+
+} // namespace
+
+std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
+                                      const std::string & default_system, const templates::GoTemplate * go_template) {
+    return build_text_prompt(model, tmpl, spec, default_system, go_template, {}).tokens;
 }
 
 namespace {
@@ -81,9 +94,12 @@ std::string with_markers(size_t n_images, const std::string & text) {
 
 MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
                                          const std::string & default_system, const Projector * projector,
-                                         const templates::GoTemplate * go_template) {
+                                         const templates::GoTemplate * go_template, const PromptReading & reading) {
     const std::vector<ImagePtr> images = spec.all_images();
-    if (images.empty()) return MultimodalPrompt{build_prompt(model, tmpl, spec, default_system, go_template), {}, nullptr};
+    if (images.empty()) {
+        EndTokens text = build_text_prompt(model, tmpl, spec, default_system, go_template, reading);
+        return MultimodalPrompt{std::move(text.tokens), {}, nullptr, text.elided};
+    }
     if (!projector) throw bad_request("this model does not support images (it has no vision projector)");
     if (!spec.suffix.empty()) throw bad_request("images cannot be combined with suffix (insert)");
 
@@ -111,6 +127,12 @@ MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate
             messages.back().content       = with_markers(spec.images.size(), spec.prompt);
             text = render(tmpl, go_template, messages, spec);
         }
+    }
+    // No token is longer than max_token_bytes: a longer text cannot fit, and is not tokenized.
+    if (reading.n_ctx > 0 && text.size() / model.text_cutter().max_token_bytes() >= size_t(reading.n_ctx)) {
+        throw bad_request("the prompt with its images is more than " + std::to_string(reading.n_ctx) +
+                          " tokens, longer than the context length (" + std::to_string(text.size()) +
+                          " bytes of text; a prompt with images is never truncated)");
     }
     MultimodalPrompt out = projector->tokenize(text, images, /*add_special=*/true);
 

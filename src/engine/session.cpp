@@ -36,12 +36,22 @@ bool can_recheck_threads(const Model & model) {
     return !llama_model_is_recurrent(m) && !llama_model_is_hybrid(m) && llama_model_n_swa(m) == 0;
 }
 
+size_t truncation_limit(int32_t n_ctx) { return static_cast<size_t>(std::max(n_ctx - 1, 1)); }
+size_t truncation_keep(int32_t n_ctx, int32_t num_keep) {
+    return std::min(static_cast<size_t>(std::max(num_keep, 0)), truncation_limit(n_ctx) / 2);
+}
+
 } // namespace
 
+EndsNeeded ends_kept(int32_t n_ctx, int32_t num_keep) {
+    const size_t keep = truncation_keep(n_ctx, num_keep);
+    return {keep + 2, truncation_limit(n_ctx) - keep};
+}
+
 std::vector<llama_token> truncate_prompt(const std::vector<llama_token> & prompt, int32_t n_ctx, int32_t num_keep) {
-    const size_t limit = static_cast<size_t>(std::max(n_ctx - 1, 1));
+    const size_t limit = truncation_limit(n_ctx);
     if (prompt.size() <= limit) return prompt;
-    const size_t keep = std::min(static_cast<size_t>(std::max(num_keep, 0)), limit / 2);
+    const size_t keep = truncation_keep(n_ctx, num_keep);
     std::vector<llama_token> out(prompt.begin(), prompt.begin() + keep);
     out.insert(out.end(), prompt.end() - (limit - keep), prompt.end());
     return out;
@@ -228,16 +238,17 @@ uint64_t Session::start(MultimodalPrompt mm, GenerateOptions opts, TextSink emit
     const int32_t n_ctx = static_cast<int32_t>(n_ctx_);
     if (prompt.empty()) throw bad_request("prompt is empty after tokenization");
     if (is_image_token(prompt.back())) throw bad_request("a prompt cannot end with an image");
-    if (static_cast<int32_t>(prompt.size()) >= n_ctx) {
+    // An elided prompt (its middle never tokenized) is longer than its tokens.
+    const std::string length = (mm.elided ? "more than " : "") + std::to_string(prompt.size());
+    if (static_cast<int32_t>(prompt.size()) >= n_ctx || mm.elided) {
         if (!mm.images.empty()) {
-            throw bad_request("the prompt with its images is " + std::to_string(prompt.size()) +
+            throw bad_request("the prompt with its images is " + length +
                               " tokens, longer than the context length of " + std::to_string(n_ctx) +
                               " tokens (a prompt with images is never truncated)");
         }
         if (!opts.truncate) {
-            throw bad_request("the prompt is " + std::to_string(prompt.size()) +
-                              " tokens, longer than the context length of " + std::to_string(n_ctx) +
-                              " tokens (truncate is false)");
+            throw bad_request("the prompt is " + length + " tokens, longer than the context length of " +
+                              std::to_string(n_ctx) + " tokens (truncate is false)");
         }
         prompt = truncate_prompt(prompt, n_ctx, opts.num_keep);
     }

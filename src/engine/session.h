@@ -14,6 +14,7 @@
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "engine/projector.h"
+#include "engine/prompt_ends.h"
 #include "engine/prompt_reuse.h"
 #include "engine/request_run.h"
 #include "engine/sequence_slot.h"
@@ -135,5 +136,9 @@ class Session {
 // The Ollama truncation rule: keep the first `num_keep` tokens, drop the oldest of the rest
 // so that the prompt leaves room for at least one generated token.
 std::vector<llama_token> truncate_prompt(const std::vector<llama_token> & prompt, int32_t n_ctx, int32_t num_keep);
+// What a prompt must be tokenized to for truncate_prompt (engine/prompt_ends.h): its first
+// num_keep and last tokens, with room to spare for a BOS removed and `context` put in front,
+// so that a prompt whose middle is left out is still over the context.
+EndsNeeded ends_kept(int32_t n_ctx, int32_t num_keep);
 
 } // namespace specd::engine

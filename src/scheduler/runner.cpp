@@ -272,11 +272,14 @@ void Runner::embed(Job & job, DoneInfo & done) {
     std::vector<std::vector<llama_token>> inputs;
     inputs.reserve(spec.inputs.size());
     for (size_t i = 0; i < spec.inputs.size(); ++i) {
-        auto tokens = model_->tokenize(spec.inputs[i], /*add_special=*/true, /*parse_special=*/false);
-        if (tokens.empty()) throw bad_request("input " + std::to_string(i) + " has no tokens");
+        // Only the beginning is kept: a long input is tokenized only that far (engine/prompt_ends.h).
+        const std::string name = "input " + std::to_string(i);
+        auto [tokens, elided]  = engine::tokenize_ends(*model_, spec.inputs[i], /*add_special=*/true,
+                                                       /*parse_special=*/false, {n_ctx + 1, 0}, &job.cancel, name);
+        if (tokens.empty()) throw bad_request(name + " has no tokens");
         if (tokens.size() > n_ctx) {
             if (!spec.truncate) {
-                throw bad_request("input " + std::to_string(i) + " is " + std::to_string(tokens.size()) +
+                throw bad_request(name + " is " + (elided ? "more than " : "") + std::to_string(tokens.size()) +
                                   " tokens, longer than the context length of " + std::to_string(n_ctx) +
                                   " (truncate is false)");
             }
@@ -385,8 +388,11 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
             const templates::GoTemplate * go = request_template ? &*request_template
                                              : go_template_      ? &*go_template_
                                                                  : nullptr;
+            // A prompt far over the context is tokenized only at the ends truncation keeps.
+            const int32_t                n_ctx = int32_t(session_->n_ctx());
+            const engine::PromptReading reading{engine::ends_kept(n_ctx, req.generate.num_keep), &job->cancel, n_ctx};
             auto prompt = engine::build_multimodal_prompt(*model_, *template_, req.prompt, req.model.system,
-                                                          projector_.get(), go);
+                                                          projector_.get(), go, reading);
             // An image whose tokens attend to each other non-causally must fit one
             // micro-batch (llama.cpp aborts otherwise): grow the batch to the largest image,
             // and keep it that large for this model so that requests do not flip-flop.
