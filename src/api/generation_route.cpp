@@ -5,6 +5,7 @@
 #include "api/http_json.h"
 #include "api/model_catalog.h"
 #include "api/ollama_response.h"
+#include "api/prompt_size.h"
 
 namespace specd::api {
 
@@ -67,6 +68,7 @@ void serve_generation(const RouteContext & ctx, http::Request & req, http::Respo
     }
     d.request.context.num_ctx = ctx.cfg.default_num_ctx;
     apply_options(m.params, d.options, d.request);
+    check_prompt_text(d.request.prompt, d.request.context.num_ctx); // before anything renders it
     if (ctx.cfg.no_draft) d.request.generate.draft_num_predict = 0;
     if (ctx.cfg.unseeded_rejection && d.request.generate.sampling.seed < 0) d.request.generate.rejection_sampling = true;
     AnswerReader reader = prepare_answer(d);

@@ -18,7 +18,9 @@ json refusal_body(const http::Request & req, int status, const std::string & mes
 
 http::Handler json_route(JsonHandler handle) {
     return [handle = std::move(handle)](http::Request & req, http::Response & res) {
-        handle(req, res, parse_body(req.body));
+        json body = parse_body(req.body);
+        std::string().swap(req.body); // the parsed JSON has it all
+        handle(req, res, body);
     };
 }
 

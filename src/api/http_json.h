@@ -17,7 +17,9 @@ bool is_openai_route(const http::Request & req);
 json refusal_body(const http::Request & req, int status, const std::string & message);
 
 // A route that takes a JSON object body (read whole by the transport, within the body limit).
-using JsonHandler = std::function<void(http::Request &, http::Response &, const json & body)>;
+// The body's bytes are freed once parsed; the handler may empty the JSON once it has what it
+// needs (a generation's prompt), so that a big body is not held twice while the request runs.
+using JsonHandler = std::function<void(http::Request &, http::Response &, json & body)>;
 http::Handler json_route(JsonHandler handle);
 
 } // namespace specd::api

@@ -31,14 +31,20 @@ void serve_embed(const RouteContext & ctx, const http::Request & req, http::Resp
 } // namespace
 
 void add_embed_routes(http::Router & router, RouteContext ctx) {
-    router.post("/api/embed", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
-        serve_embed(ctx, req, res, decode_embed(body));
+    router.post("/api/embed", json_route([ctx](http::Request & req, http::Response & res, json & body) {
+        EmbedRequest e = decode_embed(body);
+        body           = nullptr;
+        serve_embed(ctx, req, res, std::move(e));
     }));
-    router.post("/api/embeddings", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
-        serve_embed(ctx, req, res, decode_embeddings_legacy(body));
+    router.post("/api/embeddings", json_route([ctx](http::Request & req, http::Response & res, json & body) {
+        EmbedRequest e = decode_embeddings_legacy(body);
+        body           = nullptr;
+        serve_embed(ctx, req, res, std::move(e));
     }));
-    router.post("/v1/embeddings", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
-        serve_embed(ctx, req, res, decode_openai_embed(body));
+    router.post("/v1/embeddings", json_route([ctx](http::Request & req, http::Response & res, json & body) {
+        EmbedRequest e = decode_openai_embed(body);
+        body           = nullptr;
+        serve_embed(ctx, req, res, std::move(e));
     }));
 }
 

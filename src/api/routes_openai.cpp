@@ -12,12 +12,14 @@ void add_openai_routes(http::Router & router, RouteContext ctx) {
     const auto openai_writer = [](OpenAIEndpoint endpoint, bool include_usage) -> WriterFactory {
         return [=](const std::string & model) { return std::make_unique<OpenAIWriter>(endpoint, model, include_usage); };
     };
-    router.post("/v1/chat/completions", json_route([ctx, openai_writer](http::Request & req, http::Response & res, const json & body) {
+    router.post("/v1/chat/completions", json_route([ctx, openai_writer](http::Request & req, http::Response & res, json & body) {
         OpenAIRequest r = decode_openai_chat(body);
+        body            = nullptr;
         serve_generation(ctx, req, res, std::move(r.decoded), openai_writer(OpenAIEndpoint::chat, r.include_usage));
     }));
-    router.post("/v1/completions", json_route([ctx, openai_writer](http::Request & req, http::Response & res, const json & body) {
+    router.post("/v1/completions", json_route([ctx, openai_writer](http::Request & req, http::Response & res, json & body) {
         OpenAIRequest r = decode_openai_completion(body);
+        body            = nullptr;
         serve_generation(ctx, req, res, std::move(r.decoded), openai_writer(OpenAIEndpoint::completion, r.include_usage));
     }));
     router.get("/v1/models", [ctx](http::Request &, http::Response & res) { send_json(res, 200, openai_model_list(ctx.store)); });
