@@ -217,12 +217,20 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
     if (session_) session_->park(); // its sequences may serve a later prompt
     session_.reset();
     embedder_.reset(); // sized like the session: recreated on its next use
+    // The scheduler counts an admitted load as a loaded model until it has ended, either way.
+    struct LoadAdmission {
+        LoadArbiter *  arbiter;
+        const Runner & runner;
+        ~LoadAdmission() {
+            if (arbiter) arbiter->end_load(runner);
+        }
+    } admission{cfg_.arbiter, *this};
+    const LoadEstimate est = estimate_load(req.model, context);
     if (!same_model) {
         unload();
         // Room first (other models may have to go), then the sequences that fit in it.
-        const LoadEstimate est  = estimate_load(req.model, context);
-        const int          want = cfg_.num_parallel > 0 ? cfg_.num_parallel : 1;
-        const uint64_t     free = cfg_.arbiter ? cfg_.arbiter->make_room(*this, est.bytes(want)) : UINT64_MAX;
+        const int      want = cfg_.num_parallel > 0 ? cfg_.num_parallel : 1;
+        const uint64_t free = cfg_.arbiter ? cfg_.arbiter->make_room(*this, est.bytes(want)) : UINT64_MAX;
         n_seq_ = cfg_.num_parallel > 0 ? cfg_.num_parallel : default_parallel(est, free);
         model_         = engine::Model::load(req.model.gguf, load_opts);
         draft_         = req.model.draft ? engine::Model::load(*req.model.draft, load_opts) : nullptr;
@@ -234,6 +242,9 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
         if (req.model.template_text) go_template_ = templates::parse_ollama_template(*req.model.template_text);
         loaded_digest_ = req.model.digest;
         memory_owner_  = memory::process_ledger().open_owner(memory::OwnerKind::model, req.model.name);
+    } else if (cfg_.arbiter) {
+        // Another context on the loaded model (a larger num_ctx): its KV must fit the budget too.
+        cfg_.arbiter->make_room(*this, est.bytes(n_seq_));
     }
     // States restore only into the same pair of models (the draft's file is named by digest).
     engine::PromptCacheLink link{cfg_.cache, req.model.digest + "+" +

@@ -36,10 +36,15 @@ class LoadArbiter {
   public:
     virtual ~LoadArbiter() = default;
     // Makes room for `bytes` more (unloading idle models, least recently used first) and
-    // returns how many bytes of the budget are free for `requester` once it has. Throws
-    // specd::Error when it cannot: bad_request when the model alone is over the budget,
-    // busy when the models that would have to go are in use.
+    // returns how many bytes of the budget are free for `requester` once it has. From then
+    // until end_load(requester), the load counts as a loaded model of `bytes`, so that loads
+    // admitted together stay within the limits. Throws specd::Error when it cannot:
+    // bad_request when the model alone is over the budget, busy when the models that would
+    // have to go are in use (or still loading).
     virtual uint64_t make_room(const Runner & requester, uint64_t bytes) = 0;
+    // The load admitted by make_room has ended: the model is loaded (and counts as such) or
+    // failed. Harmless when none was admitted.
+    virtual void end_load(const Runner & requester) = 0;
 };
 
 struct LoadedInfo {

@@ -52,26 +52,45 @@ uint64_t Scheduler::make_room(const Runner & requester, uint64_t bytes) {
         throw bad_request("the model needs about " + gib(bytes) + ", more than the memory budget of " + gib(budget) +
                           " (SPECD_MAX_MEMORY); a smaller num_ctx or fewer parallel sequences need less");
     }
+    const size_t max_loaded = cfg_.max_loaded_models;
     for (;;) {
         std::vector<std::shared_ptr<Runner>> idle;
-        uint64_t                             used   = 0;
-        size_t                               loaded = 0;
         {
+            // Loads admitted earlier and still running count as loaded: the decision and the
+            // admission are one step under mu_, so two loads never take the same room.
             std::lock_guard lock(mu_);
             if (stopping_) throw Error(ErrorKind::busy, "server is shutting down");
+            uint64_t used   = 0;
+            size_t   loaded = 0;
             for (const auto & [name, r] : runners_) {
-                if (r.get() == &requester || !r->loaded()) continue;
-                used += r->footprint();
+                if (r.get() == &requester) continue;
+                const auto pending = loading_.find(r.get());
+                if (pending != loading_.end()) {
+                    used += std::max(pending->second, r->footprint());
+                } else if (r->loaded()) {
+                    used += r->footprint();
+                    if (r->idle()) idle.push_back(r);
+                } else {
+                    continue;
+                }
                 ++loaded;
-                if (r->idle()) idle.push_back(r);
             }
-        }
-        const bool fits = used + bytes <= budget && (cfg_.max_loaded_models == 0 || loaded < cfg_.max_loaded_models);
-        if (fits) return budget - used;
-        if (idle.empty()) {
-            throw Error(ErrorKind::busy, "server busy: the model needs about " + gib(bytes) + " and " +
-                                             gib(budget - std::min(budget, used)) + " of the " + gib(budget) +
-                                             " budget are free, while every other loaded model is in use");
+            const bool fits_memory = used + bytes <= budget;
+            const bool fits_count  = max_loaded == 0 || loaded < max_loaded;
+            if (fits_memory && fits_count) {
+                loading_[&requester] = bytes;
+                return budget - used;
+            }
+            if (idle.empty()) {
+                if (!fits_count) {
+                    throw Error(ErrorKind::busy, "server busy: " + std::to_string(loaded) +
+                                                     " models are loaded or loading (SPECD_MAX_LOADED_MODELS is " +
+                                                     std::to_string(max_loaded) + ") and every one is in use");
+                }
+                throw Error(ErrorKind::busy, "server busy: the model needs about " + gib(bytes) + " and " +
+                                                 gib(budget - std::min(budget, used)) + " of the " + gib(budget) +
+                                                 " budget are free, while every other loaded model is in use");
+            }
         }
         // The least recently used idle model goes first. It unloads on its own thread; if it
         // took work meanwhile, the next round looks again.
@@ -80,6 +99,11 @@ uint64_t Scheduler::make_room(const Runner & requester, uint64_t bytes) {
         });
         if ((*lru)->unload_if_idle()) metrics::server_metrics().model_evictions_total.add();
     }
+}
+
+void Scheduler::end_load(const Runner & requester) {
+    std::lock_guard lock(mu_);
+    loading_.erase(&requester);
 }
 
 void Scheduler::shutdown() {

@@ -36,11 +36,13 @@ class Scheduler final : private LoadArbiter {
 
   private:
     uint64_t make_room(const Runner & requester, uint64_t bytes) override;
+    void     end_load(const Runner & requester) override;
 
     SchedulerConfig                                cfg_;
     cache::PromptCache *                           cache_;
     mutable std::mutex                             mu_;
     std::map<std::string, std::shared_ptr<Runner>> runners_; // by model name
+    std::map<const Runner *, uint64_t>             loading_; // loads admitted by make_room and not ended: their bytes
     bool                                           stopping_ = false;
 };
 
