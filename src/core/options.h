@@ -31,6 +31,13 @@ struct ContextOptions {
     bool operator==(const ContextOptions &) const = default;
 };
 
+// The context a model gets for `num_ctx`: no more than it was trained for (`trained` <= 0:
+// unknown, no limit), as Ollama clamps it. The memory estimate and the session both use it.
+inline int32_t effective_num_ctx(int32_t num_ctx, int64_t trained) {
+    if (trained > 0 && num_ctx > trained) return static_cast<int32_t>(trained);
+    return num_ctx < 1 ? 1 : num_ctx;
+}
+
 // Everything about one generation that is not the prompt itself.
 struct GenerateOptions {
     SamplingOptions          sampling;

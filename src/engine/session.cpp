@@ -21,12 +21,12 @@ int64_t now_ns() {
 }
 
 int32_t clamp_ctx(int32_t requested, int32_t trained) {
-    if (trained > 0 && requested > trained) {
+    const int32_t n_ctx = effective_num_ctx(requested, trained);
+    if (n_ctx < requested) {
         std::fprintf(stderr, "specd: num_ctx %d is above the model's trained context %d; using %d\n",
-                     requested, trained, trained);
-        return trained;
+                     requested, trained, n_ctx);
     }
-    return requested;
+    return n_ctx;
 }
 
 // Rechecking the thread count times decodes after a live sequence's tokens and removes them

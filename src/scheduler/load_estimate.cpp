@@ -1,5 +1,6 @@
 #include "scheduler/load_estimate.h"
 
+#include "core/error.h"
 #include "engine/gguf_info.h"
 
 #include <algorithm>
@@ -21,15 +22,14 @@ std::optional<int64_t> meta_int(const engine::GgufInfo & info, const std::string
 }
 
 // K and V bytes per token of context, at f16 (llama.cpp's default cache type).
-uint64_t kv_bytes_per_token(const std::filesystem::path & gguf) {
-    const engine::GgufInfo info = engine::read_gguf_info(gguf);
-    const std::string      a    = info.architecture + ".";
-    const int64_t n_layer = meta_int(info, a + "block_count").value_or(0);
-    const int64_t n_embd  = meta_int(info, a + "embedding_length").value_or(0);
-    const int64_t n_head  = std::max<int64_t>(1, meta_int(info, a + "attention.head_count").value_or(1));
-    const int64_t n_kv    = meta_int(info, a + "attention.head_count_kv").value_or(n_head);
-    const int64_t k_len   = meta_int(info, a + "attention.key_length").value_or(n_embd / n_head);
-    const int64_t v_len   = meta_int(info, a + "attention.value_length").value_or(n_embd / n_head);
+uint64_t kv_bytes_per_token(const engine::GgufInfo & info) {
+    const std::string a       = info.architecture + ".";
+    const int64_t     n_layer = meta_int(info, a + "block_count").value_or(0);
+    const int64_t     n_embd  = meta_int(info, a + "embedding_length").value_or(0);
+    const int64_t     n_head  = std::max<int64_t>(1, meta_int(info, a + "attention.head_count").value_or(1));
+    const int64_t     n_kv    = meta_int(info, a + "attention.head_count_kv").value_or(n_head);
+    const int64_t     k_len   = meta_int(info, a + "attention.key_length").value_or(n_embd / n_head);
+    const int64_t     v_len   = meta_int(info, a + "attention.value_length").value_or(n_embd / n_head);
     return uint64_t(std::max<int64_t>(0, n_layer * n_kv * (k_len + v_len) * 2));
 }
 
@@ -42,13 +42,14 @@ uint64_t file_bytes(const std::filesystem::path & p) {
 } // namespace
 
 LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & context) {
-    LoadEstimate e;
-    const uint64_t n_ctx = uint64_t(std::max(1, context.num_ctx));
-    e.weights            = file_bytes(files.gguf);
-    e.kv_per_seq         = kv_bytes_per_token(files.gguf) * n_ctx;
+    const engine::GgufInfo info = engine::read_gguf_info(files.gguf);
+    LoadEstimate           e;
+    e.n_ctx      = effective_num_ctx(context.num_ctx, info.context_length);
+    e.weights    = file_bytes(files.gguf);
+    e.kv_per_seq = kv_bytes_per_token(info) * uint64_t(e.n_ctx);
     if (files.draft) {
         e.weights += file_bytes(*files.draft);
-        e.kv_per_seq += kv_bytes_per_token(*files.draft) * n_ctx;
+        e.kv_per_seq += kv_bytes_per_token(engine::read_gguf_info(*files.draft)) * uint64_t(e.n_ctx);
     }
     if (files.projector) e.weights += file_bytes(*files.projector);
     return e;
@@ -56,8 +57,17 @@ LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & cont
 
 int default_parallel(const LoadEstimate & e, uint64_t free_bytes) {
     if (e.kv_per_seq == 0 || free_bytes <= e.weights) return 1;
-    const uint64_t fit = (free_bytes - e.weights) / e.kv_per_seq;
-    return int(std::clamp<uint64_t>(fit, 1, k_default_parallel_max));
+    const uint64_t fit  = (free_bytes - e.weights) / e.kv_per_seq;
+    const uint64_t long_context = uint64_t(k_default_parallel_tokens / std::max<int64_t>(e.n_ctx, 1));
+    return int(std::clamp<uint64_t>(std::min(fit, long_context), 1, k_default_parallel_max));
+}
+
+void check_context_size(const LoadEstimate & e, int n_seq) {
+    const int64_t tokens = int64_t(e.n_ctx) * std::max(n_seq, 1);
+    if (tokens <= k_max_context_tokens) return;
+    throw bad_request("num_ctx " + std::to_string(e.n_ctx) + (n_seq > 1 ? " x " + std::to_string(n_seq) + " sequences" : "") +
+                      " is more context than a model may hold: at most " + std::to_string(k_max_context_tokens) +
+                      " tokens (its KV is allocated and cleared when it loads)");
 }
 
 uint64_t physical_memory_bytes() {

@@ -9,6 +9,7 @@
 namespace specd::scheduler {
 
 struct LoadEstimate {
+    int32_t  n_ctx      = 0; // num_ctx, clamped to the model's trained context
     uint64_t weights    = 0; // the model, draft and projector files
     uint64_t kv_per_seq = 0; // f16 K and V for num_ctx tokens, target and draft together
     uint64_t bytes(int n_seq) const { return weights + kv_per_seq * uint64_t(n_seq); }
@@ -18,9 +19,18 @@ struct LoadEstimate {
 LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & context);
 
 // How many sequences a model gets when the server does not say: as many as fit `free_bytes`
-// next to the weights, at most `k_default_parallel_max`, at least 1.
-constexpr int k_default_parallel_max = 4;
-int           default_parallel(const LoadEstimate & e, uint64_t free_bytes);
+// next to the weights, at most `k_default_parallel_max`, at least 1, and more than one only
+// while their contexts together hold at most `k_default_parallel_tokens` (a long context is
+// not multiplied unasked).
+constexpr int     k_default_parallel_max    = 4;
+constexpr int64_t k_default_parallel_tokens = int64_t(1) << 17;
+int               default_parallel(const LoadEstimate & e, uint64_t free_bytes);
+
+// The most tokens a model's KV may hold (num_ctx x sequences). llama.cpp allocates and clears
+// the whole KV when a model loads: 2^21 tokens of even a tiny model take seconds to touch, and
+// real models hold gigabytes per 2^20 tokens. Throws bad_request naming the limit above it.
+constexpr int64_t k_max_context_tokens = int64_t(1) << 21;
+void              check_context_size(const LoadEstimate & e, int n_seq);
 
 // The machine's physical memory in bytes (0 when unknown).
 uint64_t physical_memory_bytes();

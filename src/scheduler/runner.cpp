@@ -229,7 +229,8 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
     if (!same_model) {
         unload();
         // Room first (other models may have to go), then the sequences that fit in it.
-        const int      want = cfg_.num_parallel > 0 ? cfg_.num_parallel : 1;
+        const int want = cfg_.num_parallel > 0 ? cfg_.num_parallel : 1;
+        check_context_size(est, want); // before any room is made or weight read
         const uint64_t free = cfg_.arbiter ? cfg_.arbiter->make_room(*this, est.bytes(want)) : UINT64_MAX;
         n_seq_ = cfg_.num_parallel > 0 ? cfg_.num_parallel : default_parallel(est, free);
         model_         = engine::Model::load(req.model.gguf, load_opts);
@@ -242,9 +243,10 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
         if (req.model.template_text) go_template_ = templates::parse_ollama_template(*req.model.template_text);
         loaded_digest_ = req.model.digest;
         memory_owner_  = memory::process_ledger().open_owner(memory::OwnerKind::model, req.model.name);
-    } else if (cfg_.arbiter) {
-        // Another context on the loaded model (a larger num_ctx): its KV must fit the budget too.
-        cfg_.arbiter->make_room(*this, est.bytes(n_seq_));
+    } else {
+        // Another context on the loaded model (a larger num_ctx): its KV must fit too.
+        check_context_size(est, n_seq_);
+        if (cfg_.arbiter) cfg_.arbiter->make_room(*this, est.bytes(n_seq_));
     }
     // States restore only into the same pair of models (the draft's file is named by digest).
     engine::PromptCacheLink link{cfg_.cache, req.model.digest + "+" +
