@@ -6,6 +6,8 @@
 #include "api/ollama_response.h"
 #include "api/routes.h"
 
+#include <exception>
+
 namespace specd::api {
 
 namespace {
@@ -30,7 +32,18 @@ void upload_blob(models::Store & store, http::Request & req, http::Response & re
     }
     models::Store::WriteGuard guard(store);
     auto                      writer = store.begin_blob();
-    while (req.read_body(piece)) writer.write(piece.data(), piece.size());
+    // A write that fails (disk full) still reads the body to its end: the client then gets
+    // the reason, where a connection closed under it would only break its upload.
+    std::exception_ptr failed;
+    while (req.read_body(piece)) {
+        if (failed) continue;
+        try {
+            writer.write(piece.data(), piece.size());
+        } catch (...) {
+            failed = std::current_exception();
+        }
+    }
+    if (failed) std::rethrow_exception(failed);
     writer.commit(digest);
     res.status = 201;
 }

@@ -49,10 +49,13 @@ int ApiClient::request(const std::string & method, const std::string & path, con
     return res->status;
 }
 
-int ApiClient::upload(const std::string & path, const std::string & file,
+int ApiClient::upload(const std::string & path, const std::string & file, std::string & out,
                       const std::function<void(uint64_t, uint64_t)> & progress) {
     auto in = std::make_shared<std::ifstream>(file, std::ios::binary);
-    if (!*in) return 0;
+    if (!*in) {
+        out = "cannot read " + std::filesystem::path(file).filename().string();
+        return 0;
+    }
     const auto size = std::filesystem::file_size(file);
     auto res = http_->Post(
         path, size,
@@ -66,7 +69,12 @@ int ApiClient::upload(const std::string & path, const std::string & file,
             return true;
         },
         "application/octet-stream");
-    return res ? res->status : 0;
+    if (!res) {
+        out = "the server closed the connection during the upload (" + httplib::to_string(res.error()) + ")";
+        return 0;
+    }
+    out = res->body;
+    return res->status;
 }
 
 int ApiClient::stream(const std::string & path, const nlohmann::json & body,

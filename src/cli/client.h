@@ -32,8 +32,9 @@ class ApiClient {
     int request(const std::string & method, const std::string & path, const nlohmann::json & body, std::string & out);
 
     // POSTs a file's bytes as the body, streamed from disk; `progress(sent, total)` follows
-    // the upload. Returns the status.
-    int upload(const std::string & path, const std::string & file,
+    // the upload. Returns the status (0 when no answer came: `out` then says why) and the
+    // response body in `out`.
+    int upload(const std::string & path, const std::string & file, std::string & out,
                const std::function<void(uint64_t sent, uint64_t total)> & progress = {});
 
     // Streams NDJSON lines of a POST; returns the HTTP status (0 when unreachable). A non-200

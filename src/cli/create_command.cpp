@@ -50,14 +50,18 @@ class RemoteCreate {
         if (std::filesystem::is_directory(p)) return p.filename().string() + " is a directory; give a GGUF file";
         if (!models::has_gguf_magic(p)) return "not a GGUF file: " + p.filename().string();
         digest = file_digest(p);
-        std::string ignored;
-        if (c_.request("HEAD", "/api/blobs/" + digest, {}, ignored) == 200) return std::nullopt;
+        // GET rather than HEAD: a refusal (a wrong API key, say) comes with its reason, and
+        // nothing is uploaded to a server that will not take it.
+        std::string out;
+        const int   has = c_.request("GET", "/api/blobs/" + digest, {}, out);
+        if (has == 200) return std::nullopt;
+        if (has != 404) return "cannot upload " + p.filename().string() + ": " + error_message(out, has);
         const std::string status = "copying file " + digest.substr(0, 19);
-        const int code = c_.upload("/api/blobs/" + digest, p.string(), [&](uint64_t sent, uint64_t total) {
+        const int code = c_.upload("/api/blobs/" + digest, p.string(), out, [&](uint64_t sent, uint64_t total) {
             printer_.show({status, digest, total, sent});
         });
         if (code != 200 && code != 201) {
-            return "uploading " + p.filename().string() + " failed (HTTP " + std::to_string(code) + ")";
+            return "uploading " + p.filename().string() + " failed: " + (code == 0 ? out : error_message(out, code));
         }
         return std::nullopt;
     }

@@ -1,7 +1,8 @@
 // The specd CLI against a running server (SPECD_HOST points it there): --help everywhere, start,
 // flags in any position and unknown ones refused, list, show and its flags, ps, stop, run and
 // its flags (--verbose, --format, --keepalive, --think), cp, rm, create (with ADAPTER, MESSAGE,
-// -q and --draft-quantize) and create's refusals, push, and one-line errors. The terminal
+// -q and --draft-quantize) and create's refusals, uploads the server refuses (SIGPIPE ignored,
+// the server's reason printed), push, and one-line errors. The terminal
 // (interactive mode, word wrap, progress bars) is in cli_terminal.test.mjs.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -10,7 +11,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe } from 'node:test';
-import { SPECD_BIN, fixture, freePort, runCli, test, useServer } from './harness.mjs';
+import { SPECD_BIN, fixture, freePort, runCli, startServer, test, useServer } from './harness.mjs';
 
 const h = useServer({ models: [{ name: 'tiny', lines: ['PARAMETER num_predict 8', 'PARAMETER temperature 0'] }] });
 const cli = (args, opts = {}) => runCli(args, { env: h.srv.env, ...opts });
@@ -385,5 +386,48 @@ describe('cli', () => {
     const show = await runCli(['show', 'tiny', '--parameters'], { env });
     ok(show, 'specd show without a server');
     assert.match(show.stdout, /^num_predict\s+8$/m);
+  });
+});
+
+// An upload the server refuses, before or during the body: the CLI says why and exits 1,
+// where it used to die of SIGPIPE during the upload, silently.
+describe('cli uploads the server refuses', () => {
+  const modelfile = async () => {
+    const mf = path.join(scratch, 'Modelfile.upload');
+    await fsp.writeFile(mf, `FROM ${fixture('tiny.gguf')}\n`);
+    return mf;
+  };
+
+  test('a wrong API key: the server\'s 401 is printed, nothing is uploaded', async () => {
+    const srv = await startServer({ models: [], env: { SPECD_API_KEY: 'right-key' } });
+    try {
+      const r = await runCli(['create', 'up', '-f', await modelfile()], { env: { ...srv.env, SPECD_API_KEY: 'wrong-key' } });
+      assert.equal(r.signal, null, `killed by ${r.signal}: ${r.stderr}`);
+      assert.equal(r.code, 1, r.stderr);
+      // Asked before any byte is sent (GET /api/blobs), so the refusal comes with its reason.
+      assert.match(r.stderr, /^Error: cannot upload tiny\.gguf: unauthorized/m);
+      const good = await runCli(['list'], { env: { ...srv.env, SPECD_API_KEY: 'right-key' } });
+      ok(good, 'specd list with the right key');
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  test('a store that cannot take the file (file size limit, as a full disk): the server\'s error is printed', async () => {
+    // 2048 blocks (1 or 2 MiB, by the shell's unit) of the 17 MB model; writes past it fail
+    // with EFBIG instead of a signal.
+    const srv = await startServer({ models: [], shell: "ulimit -f 2048; trap '' XFSZ" });
+    try {
+      const r = await runCli(['create', 'up', '-f', await modelfile()], { env: srv.env });
+      assert.equal(r.signal, null, `killed by ${r.signal}: ${r.stderr}`);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /^Error: uploading tiny\.gguf failed: cannot write to the model store: File too large/m);
+      assert.equal((await srv.client.list()).models.length, 0);
+      // The server is fine: its own small writes still work.
+      const version = await srv.client.version();
+      assert.ok(version.version);
+    } finally {
+      await srv.stop();
+    }
   });
 });

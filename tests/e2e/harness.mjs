@@ -104,19 +104,22 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  *   models: [{name, from?, lines?}]  models to create before the server starts
  *                                    (default: one "tiny" model from tiny.gguf)
  *   env:    extra environment for the server
+ *   shell:  a sh command run before the server replaces the shell (resource limits:
+ *           'ulimit -f 2048'); the server is then `exec`ed, so its pid and signals are the same
  *   startTimeoutMs: how long to wait for GET /api/version (default 20 s)
  *
  * Returns {url, port, modelsDir, client, env, stderr(), exited, stop()}.
  * stop() sends SIGTERM, waits for the exit (SIGKILL after 10 s) and resolves
  * {code, signal, ms}; it is idempotent.
  */
-export async function startServer({ models = [{ name: 'tiny' }], env = {}, startTimeoutMs = 20_000 } = {}) {
+export async function startServer({ models = [{ name: 'tiny' }], env = {}, shell, startTimeoutMs = 20_000 } = {}) {
   const modelsDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'specd-e2e-models-'));
   for (const m of models) await createModel(modelsDir, m.name, m);
 
   const port = await freePort();
   const serverEnv = { ...process.env, SPECD_HOST: `127.0.0.1:${port}`, SPECD_MODELS: modelsDir, ...env };
-  const child = spawn(SPECD_BIN, ['serve'], { env: serverEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [cmd, args] = shell ? ['/bin/sh', ['-c', `${shell}; exec "$0" serve`, SPECD_BIN]] : [SPECD_BIN, ['serve']];
+  const child = spawn(cmd, args, { env: serverEnv, stdio: ['ignore', 'pipe', 'pipe'] });
 
   let log = '';
   const append = (chunk) => {
