@@ -10,6 +10,7 @@
 #
 #   tiny.gguf                       phi-3 vocab (32064 tokens, has a chat template); the main model
 #   tiny-spm.gguf                   llama-spm vocab (32000 tokens, no chat template)
+#   tiny-longctx.gguf               tiny.gguf trained (by its header) for 2^24 tokens of context
 #   pair-draft.gguf, pair-target.gguf
 #                                   phi-3 vocab; greedy choices agree on ~80% of positions
 #   pair-low-draft.gguf, pair-low-target.gguf
@@ -78,6 +79,7 @@ spm="$models/ggml-vocab-llama-spm.gguf"
 
 fixture tiny "tiny.gguf" --vocab "$phi3" --out "$out/tiny.gguf" --seed 1
 fixture tiny-spm "tiny-spm.gguf" --vocab "$spm" --out "$out/tiny-spm.gguf" --seed 1
+fixture tiny-longctx "tiny-longctx.gguf" --vocab "$phi3" --out "$out/tiny-longctx.gguf" --seed 1 --n-ctx-train 16777216
 pair_args=(pair --vocab "$phi3" --agreement 0.8 --seed 2)
 fixture pair "pair-draft.gguf pair-target.gguf" \
   "${pair_args[@]}" --draft "$out/pair-draft.gguf" --target "$out/pair-target.gguf"

@@ -9,15 +9,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace specd::api {
 
 // Ordinary text is 3 to 5 bytes a token: 64 bytes per token of context is a prompt at least
-// ten times over it.
+// ten times over it. 16 MiB is more than any context a model may hold (2^21 tokens) keeps.
 inline constexpr size_t k_prompt_bytes_per_ctx_token = 64;
 inline constexpr size_t k_min_prompt_text_limit      = size_t(4) << 20;
+inline constexpr size_t k_max_prompt_text_limit      = size_t(16) << 20;
 
-// max(4 MiB, 64 bytes x num_ctx).
+// 64 bytes x num_ctx, at least 4 MiB, at most 16 MiB.
 size_t prompt_text_limit(int32_t num_ctx);
 
 // The bytes of text a request renders: prompt, system, suffix, every message's content,
@@ -26,5 +28,13 @@ size_t prompt_text_bytes(const PromptSpec & p);
 
 // Throws bad_request naming the limit when the request's text is over it.
 void check_prompt_text(const PromptSpec & p, int32_t num_ctx);
+
+// The same before a body is parsed (parsing copies every string two or three times): the
+// decoded bytes of the strings under "prompt", "system", "suffix", "content", "thinking" and
+// "text" keys of a raw JSON body (a lower bound of its prompt text). Throws bad_request when
+// they are over k_max_prompt_text_limit, which no num_ctx allows. A malformed body is left to
+// the parser.
+size_t raw_prompt_text_bytes(std::string_view body);
+void   check_raw_prompt_text(std::string_view body);
 
 } // namespace specd::api
