@@ -129,7 +129,8 @@ MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate
         }
     }
     // No token is longer than max_token_bytes: a longer text cannot fit, and is not tokenized.
-    if (reading.n_ctx > 0 && text.size() / model.text_cutter().max_token_bytes() >= size_t(reading.n_ctx)) {
+    if (reading.n_ctx > 0 && text.size() >= size_t(reading.n_ctx) &&
+        text.size() / model.text_cutter().max_token_bytes() >= size_t(reading.n_ctx)) {
         throw bad_request("the prompt with its images is more than " + std::to_string(reading.n_ctx) +
                           " tokens, longer than the context length (" + std::to_string(text.size()) +
                           " bytes of text; a prompt with images is never truncated)");

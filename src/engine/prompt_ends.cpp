@@ -76,10 +76,10 @@ size_t max_whole_text_bytes(EndsNeeded need) { return std::max(k_max_whole_text_
 
 EndTokens tokenize_ends(const Model & model, std::string_view text, bool add_special, bool parse_special,
                         EndsNeeded need, const std::atomic<bool> * cancel, std::string_view what) {
-    const TextCutter & cutter = model.text_cutter();
     const auto whole = [&] {
         check_cancel(cancel);
         if (need.head + need.tail > 0 && text.size() > max_whole_text_bytes(need)) {
+            const TextCutter & cutter = model.text_cutter();
             throw bad_request(std::string(what) + " is " + mib(text.size()) + ", longer than the " +
                               mib(max_whole_text_bytes(need)) + " a text is read whole, and " +
                               (cutter.can_cut() ? std::string("has no ") + cutter.needs() +
@@ -90,12 +90,16 @@ EndTokens tokenize_ends(const Model & model, std::string_view text, bool add_spe
         }
         return EndTokens{model.tokenize(text, add_special, parse_special), false};
     };
-    // n bytes are at most n tokens (and BOS, EOS): such a text cannot be over.
-    if (need.head + need.tail == 0 || text.size() + 2 <= need.head + need.tail || !cutter.can_cut()) return whole();
+    // n bytes are at most n tokens (and BOS, EOS): such a text cannot be over. Nor is one
+    // whose ends' first windows would meet worth cutting (nor the cutter worth building).
+    const size_t limit = text.size() / 2; // the two ends never meet
+    const size_t first = std::max(k_min_window, std::max(need.head, need.tail) * k_guess_bytes_per_token);
+    if (need.head + need.tail == 0 || text.size() + 2 <= need.head + need.tail || first >= limit) return whole();
+    const TextCutter & cutter = model.text_cutter();
+    if (!cutter.can_cut()) return whole();
 
     const Tokenizing tok{model, cutter, text, add_special, parse_special, cancel};
-    const size_t     limit = text.size() / 2; // the two ends never meet
-    auto             head  = tok.head(std::max<size_t>(need.head, 1), limit);
+    auto             head = tok.head(std::max<size_t>(need.head, 1), limit);
     if (!head) return whole();
     if (need.tail == 0) return EndTokens{std::move(head->tokens), true};
     auto tail = tok.tail(need.tail, limit);

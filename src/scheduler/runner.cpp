@@ -430,6 +430,9 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
             return true;
         }
     } catch (...) {
+        // A load that failed half way (weights read, no context) holds memory that neither
+        // the ledger nor the scheduler counts: it goes.
+        if (model_ && !session_) unload();
         finish(ac, error_event(std::current_exception()));
         return true;
     }

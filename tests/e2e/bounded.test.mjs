@@ -81,8 +81,9 @@ describe('bounded work per request', () => {
       console.log(`${route}: ${r.status} in ${ms} ms, peak RSS +${growthMiB.toFixed(0)} MiB for a ${(payload.length / 2 ** 20).toFixed(0)} MiB body`);
       assert.equal(r.status, 400, r.text.slice(0, 300));
       assert.match(r.text, /16\.0 MiB a request may bring/);
+      // The target is 5 s; the bound leaves room for a loaded CI machine (it was ~100 s).
       if (!sanitized()) {
-        assert.ok(ms < 5000, `${route} took ${ms} ms`);
+        assert.ok(ms < 10_000, `${route} took ${ms} ms`);
         assert.ok(growthMiB * 2 ** 20 < 2 * payload.length, `${route}: peak RSS grew ${growthMiB} MiB`);
       }
     }
@@ -104,7 +105,7 @@ describe('bounded work per request', () => {
       console.log(`${route}${body.raw ? ' (raw)' : ''}: ${r.status} in ${ms} ms, prompt_eval_count ${r.body?.prompt_eval_count}`);
       assert.equal(r.status, 200, r.text.slice(0, 300));
       assert.ok(r.body.prompt_eval_count <= 255, `${r.body.prompt_eval_count} prompt tokens in a context of 256`);
-      if (!sanitized()) assert.ok(ms < 5000, `${route} took ${ms} ms`);
+      if (!sanitized()) assert.ok(ms < 10_000, `${route} took ${ms} ms`);
       const refused = await postRaw(`${h.srv.url}${route}`, { ...body, truncate: false });
       assert.equal(refused.status, 400);
       assert.match(refused.body.error, /more than \d+ tokens, longer than the context length of 256/);
@@ -141,8 +142,9 @@ describe('bounded work per request', () => {
     const rssMiB = (kib('VmRSS') - before) / 1024;
     console.log(`request memory back in ${ms} ms; RSS then ${rssMiB.toFixed(0)} MiB over its level before the request`);
     assert.equal(mem.request_buckets_zero, true);
+    // The target is 1 s (measured 60-430 ms); the bound leaves room for a loaded machine.
     if (!sanitized()) {
-      assert.ok(ms < 1000, `${ms} ms`);
+      assert.ok(ms < 2000, `${ms} ms`);
       // What the allocator keeps for the next request, not what a whole tokenization held
       // (hundreds of MiB for this prompt).
       assert.ok(rssMiB < 64, `RSS still ${rssMiB} MiB higher`);
