@@ -74,15 +74,6 @@ EndTokens build_text_prompt(const Model & model, const ChatTemplate & tmpl, cons
     return out;
 }
 
-} // namespace
-
-std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
-                                      const std::string & default_system, const templates::GoTemplate * go_template) {
-    return build_text_prompt(model, tmpl, spec, default_system, go_template, {}).tokens;
-}
-
-namespace {
-
 // One marker per image, then the text: where Ollama puts a message's images too.
 std::string with_markers(size_t n_images, const std::string & text) {
     std::string out;

@@ -24,19 +24,13 @@ struct PromptReading {
     int32_t                   n_ctx  = 0; // for the images check; 0: none
 };
 
-// `default_system` is the model's SYSTEM (a request's own system message wins). With
-// `go_template` (a TEMPLATE in Ollama's Go syntax, the request's or the model's) messages are
-// rendered as Ollama renders them; otherwise with the GGUF's own (Jinja) chat template.
-// Throws specd::Error(bad_request) for what the model cannot do (suffix without FIM tokens,
-// context tokens outside the vocabulary).
-std::vector<llama_token> build_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
-                                      const std::string & default_system,
-                                      const templates::GoTemplate * go_template = nullptr);
-
-// The same for any request, images included: each image goes where its marker lands (before
-// its message's text, or the generate prompt's), tokenized by `projector`. Throws
-// bad_request for images when `projector` is null (the model has no vision), and for images
-// with `suffix`.
+// The tokens of a request's prompt. `default_system` is the model's SYSTEM (a request's own
+// system message wins). With `go_template` (a TEMPLATE in Ollama's Go syntax, the request's
+// or the model's) messages are rendered as Ollama renders them; otherwise with the GGUF's own
+// (Jinja) chat template. Each image goes where its marker lands (before its message's text,
+// or the generate prompt's), tokenized by `projector`. Throws specd::Error(bad_request) for
+// what the model cannot do: suffix without FIM tokens, context tokens outside the vocabulary,
+// images when `projector` is null (the model has no vision) or with `suffix`.
 MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
                                          const std::string & default_system, const Projector * projector,
                                          const templates::GoTemplate * go_template = nullptr,

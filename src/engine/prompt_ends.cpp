@@ -92,7 +92,8 @@ EndTokens tokenize_ends(const Model & model, std::string_view text, bool add_spe
     };
     // n bytes are at most n tokens (and BOS, EOS): such a text cannot be over. Nor is one
     // whose ends' first windows would meet worth cutting (nor the cutter worth building).
-    const size_t limit = text.size() / 2; // the two ends never meet
+    // The two ends never meet, and neither is longer than a text read whole may be.
+    const size_t limit = std::min(text.size() / 2, max_whole_text_bytes(need));
     const size_t first = std::max(k_min_window, std::max(need.head, need.tail) * k_guess_bytes_per_token);
     if (need.head + need.tail == 0 || text.size() + 2 <= need.head + need.tail || first >= limit) return whole();
     const TextCutter & cutter = model.text_cutter();

@@ -29,10 +29,14 @@ TextCutter::TextCutter(const Model & model) {
     bool space_joins = false; // a token with a non-space character followed by a space
     bool line_joins  = false; // a token with "\n" followed by a visible character
     for (llama_token t = 0; t < n; ++t) {
-        const auto attr = llama_vocab_get_attr(vocab, t);
-        char       buf[512];
-        int32_t    len = llama_token_to_piece(vocab, t, buf, sizeof buf, 0, /*special=*/true);
-        const std::string piece = len > 0 ? std::string(buf, size_t(len)) : len < 0 ? std::string(size_t(-len), ' ') : "";
+        const auto  attr = llama_vocab_get_attr(vocab, t);
+        std::string piece(64, '\0');
+        int32_t     len = llama_token_to_piece(vocab, t, piece.data(), int32_t(piece.size()), 0, /*special=*/true);
+        if (len < 0) {
+            piece.resize(size_t(-len));
+            len = llama_token_to_piece(vocab, t, piece.data(), int32_t(piece.size()), 0, true);
+        }
+        piece.resize(size_t(std::max(len, 0)));
         max_token_bytes_ = std::max(max_token_bytes_, piece.size());
         if (attr & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED | LLAMA_TOKEN_ATTR_UNKNOWN)) {
             const char * text = llama_vocab_get_text(vocab, t);
@@ -51,8 +55,9 @@ TextCutter::TextCutter(const Model & model) {
             rule_ = Rule::space;
             // llama.cpp puts a space before an SPM text when the vocabulary says so: "a"
             // then reads as " a".
-            const auto a = model.tokenize("a", false, false);
-            tail_keeps_space_ = a.empty() || model.token_piece(a.front()).front() != ' ';
+            const auto        a     = model.tokenize("a", false, false);
+            const std::string first = a.empty() ? "" : model.token_piece(a.front());
+            tail_keeps_space_       = first.empty() || first.front() != ' ';
             break;
         }
         case LLAMA_VOCAB_TYPE_BPE:
