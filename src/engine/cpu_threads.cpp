@@ -117,7 +117,10 @@ std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools &
     double best_step = choice.decode.front().step_s;
     for (const ThreadTiming & t : choice.decode) best_step = std::min(best_step, t.step_s);
     choice.n_threads_batch = choice.n_threads;
-    if (best_step < k_batch_skip_s) {
+    // llama.cpp caps a context's batch at its n_ctx and aborts on a larger one: a context
+    // smaller than a verify batch (num_ctx below 8) never decodes one, so it is not timed.
+    const bool fits_batch = llama_n_batch(ctx) >= uint32_t(k_batch_tokens);
+    if (best_step < k_batch_skip_s && fits_batch) {
         // Batches are timed on the counts whose one-token step was within reach of the best.
         std::vector<int32_t> near;
         for (const ThreadTiming & t : choice.decode) {

@@ -51,9 +51,10 @@ double chosen_step_s(const ThreadChoice & choice);
 constexpr uint64_t k_unmeasured_model_bytes = 4ull << 20;
 
 // Times decodes of `filler` tokens on `seq` (a sequence of `ctx`) at each of `candidates`
-// (smallest first): a one-token step, and a batch of a verify round's size. The tokens go
-// after whatever the sequence holds and are removed again. The context is left on the chosen
-// counts. nullopt when a decode failed (no room in the KV cache): nothing changed.
+// (smallest first): a one-token step, and a batch of a verify round's size when the context
+// takes one (else batches run on the one-token count). The tokens go after whatever the
+// sequence holds and are removed again. The context is left on the chosen counts. nullopt
+// when a decode failed (no room in the KV cache): nothing changed.
 std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools & pools, KvSequence & seq,
                                               llama_token filler, std::span<const int32_t> candidates);
 

@@ -92,6 +92,21 @@ TEST(Session, LongPromptIsTruncatedOrRefused) {
     }
 }
 
+// A context smaller than the 8-token batch that thread calibration times: llama.cpp caps a
+// context's batch at its n_ctx and aborts the process on a larger one.
+TEST(Session, ContextsSmallerThanAVerifyBatchAreCalibratedAndAnswer) {
+    for (int n_ctx : {1, 2, 7}) {
+        // A model of its own: a model's thread counts are measured by its first session only.
+        auto model = Model::load(fixtures::fixture("tiny.gguf"), {});
+        ASSERT_GE(model->size_bytes(), k_unmeasured_model_bytes);
+        Session s(model, ctx(n_ctx));
+        EXPECT_FALSE(s.threads().decode.empty()) << "num_ctx " << n_ctx << ": one-token steps are timed";
+        EXPECT_TRUE(s.threads().batch.empty()) << "num_ctx " << n_ctx << ": no batch of 8 fits";
+        auto out = run(s, "hi", greedy(2));
+        EXPECT_GE(out.result.stats.eval_count, 1) << "num_ctx " << n_ctx;
+    }
+}
+
 TEST(Session, ContextShiftsUnlessShiftIsOff) {
     auto    model = fixtures::shared_model("tiny.gguf");
     Session s(model, ctx(64));
