@@ -50,7 +50,7 @@ namespace {
 
 bool is_text_key(std::string_view raw_key) {
     return raw_key == "prompt" || raw_key == "system" || raw_key == "suffix" || raw_key == "content" ||
-           raw_key == "thinking" || raw_key == "text";
+           raw_key == "thinking" || raw_key == "text" || raw_key == "input";
 }
 
 // The decoded UTF-8 length of the escape sequence at `s` (after its backslash), and its raw length.
@@ -121,8 +121,8 @@ size_t raw_prompt_text_bytes(std::string_view body) {
 void check_raw_prompt_text(std::string_view body) {
     const size_t bytes = raw_prompt_text_bytes(body);
     if (bytes <= k_max_prompt_text_limit) return;
-    throw bad_request("the prompt is " + mib(bytes) + " of text, more than the " + mib(k_max_prompt_text_limit) +
-                      " a request may bring with any num_ctx");
+    throw bad_request("the request brings " + mib(bytes) + " of prompt text (prompts, messages, embedding inputs), more than the " +
+                      mib(k_max_prompt_text_limit) + " a request may bring with any num_ctx");
 }
 
 } // namespace specd::api

@@ -30,10 +30,11 @@ size_t prompt_text_bytes(const PromptSpec & p);
 void check_prompt_text(const PromptSpec & p, int32_t num_ctx);
 
 // The same before a body is parsed (parsing copies every string two or three times): the
-// decoded bytes of the strings under "prompt", "system", "suffix", "content", "thinking" and
-// "text" keys of a raw JSON body (a lower bound of its prompt text). Throws bad_request when
-// they are over k_max_prompt_text_limit, which no num_ctx allows. A malformed body is left to
-// the parser.
+// decoded bytes of the strings under "prompt", "system", "suffix", "content", "thinking",
+// "text" and "input" (embeddings) keys of a raw JSON body (a lower bound of its prompt text).
+// Throws bad_request when they are over k_max_prompt_text_limit, which no num_ctx allows (an
+// embedding keeps at most num_ctx tokens of each input). A malformed body is left to the
+// parser.
 size_t raw_prompt_text_bytes(std::string_view body);
 void   check_raw_prompt_text(std::string_view body);
 

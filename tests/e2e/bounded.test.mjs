@@ -62,13 +62,15 @@ function words(bytes) {
 }
 
 describe('bounded work per request', () => {
-  test('a 50 MB prompt is refused in seconds without the memory of its copies (generate, chat, /v1)', async () => {
+  test('a 50 MB prompt is refused in seconds without the memory of its copies (generate, chat, /v1, embed)', async () => {
     const text = words(50_000_000);
     // Built first: an idle keep-alive connection would be closed while they are.
     const bodies = [
       ['/api/generate', { model: 'tiny', prompt: text, stream: false }],
       ['/api/chat', { model: 'tiny', messages: [{ role: 'user', content: text }], stream: false }],
       ['/v1/chat/completions', { model: 'tiny', messages: [{ role: 'user', content: text }] }],
+      // Embedding inputs too, counted over an array (each keeps only num_ctx tokens).
+      ['/api/embed', { model: 'tiny', input: [text.slice(0, 25_000_000), text.slice(25_000_000)] }],
     ].map(([route, body]) => [route, JSON.stringify(body)]);
     await normalRequest();
     for (const [route, payload] of bodies) {

@@ -59,10 +59,15 @@ TEST(PromptSize, RawBodiesCountThePromptTextKeys) {
         {R"({"prompt":["ab","cd"],"system":"s","suffix":"x","options":{"stop":["zzz"]},"format":{"type":"string"}})", 6},
         {R"({"model":"content","template":"prompt","keep_alive":"5m"})", 0},
         {R"({"content":null,"x":{"y":"not text"},"prompt":"p"})", 1},
+        {R"({"model":"m","input":"abcd","truncate":true})", 4},
+        {R"({"model":"m","input":["ab","c"],"dimensions":8})", 3},
     };
     for (const auto & c : cases) EXPECT_EQ(raw_prompt_text_bytes(c.body), c.bytes) << c.body;
 
     std::string big = R"({"model":"m","prompt":")" + std::string(k_max_prompt_text_limit + 1, 'x') + "\"}";
+    EXPECT_THROW(check_raw_prompt_text(big), Error);
+    big = R"({"model":"m","input":[")" + std::string(k_max_prompt_text_limit / 2, 'x') + R"(",")" +
+          std::string(k_max_prompt_text_limit / 2 + 1, 'x') + "\"]}";
     EXPECT_THROW(check_raw_prompt_text(big), Error);
     big = R"({"model":"m","images":[")" + std::string(k_max_prompt_text_limit + 1, 'x') + "\"]}";
     EXPECT_NO_THROW(check_raw_prompt_text(big));
