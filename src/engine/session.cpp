@@ -48,6 +48,12 @@ EndsNeeded ends_kept(int32_t n_ctx, int32_t num_keep) {
     return {keep + 2, truncation_limit(n_ctx) - keep};
 }
 
+int32_t batch_tokens(int32_t num_batch, int32_t n_ctx, int n_seq) {
+    const int64_t seqs = std::max(n_seq, 1);
+    const int64_t most = std::min<int64_t>(num_batch, int64_t(n_ctx) * seqs);
+    return int32_t(std::max<int64_t>({1, most, seqs * (1 + k_forced_max + k_spec_max)}));
+}
+
 std::vector<llama_token> truncate_prompt(const std::vector<llama_token> & prompt, int32_t n_ctx, int32_t num_keep) {
     const size_t limit = truncation_limit(n_ctx);
     if (prompt.size() <= limit) return prompt;
@@ -64,9 +70,7 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     opts_(opts),
     n_ctx_(static_cast<uint32_t>(clamp_ctx(opts.num_ctx, model_->n_ctx_train()))),
     // Every sequence's round fits one batch: 1 + forced + k tokens each, whatever num_batch says.
-    batch_(std::max({1, std::min(opts.num_batch, static_cast<int32_t>(n_ctx_) * std::max(n_seq, 1)),
-                     std::max(n_seq, 1) * (1 + k_forced_max + k_spec_max)}),
-           1),
+    batch_(batch_tokens(opts.num_batch, static_cast<int32_t>(n_ctx_), n_seq), 1),
     speller_(*model_),
     reuse_(std::move(cache)) {
     if (n_seq < 1 || n_seq > k_max_parallel) {

@@ -140,5 +140,9 @@ std::vector<llama_token> truncate_prompt(const std::vector<llama_token> & prompt
 // num_keep and last tokens, with room to spare for a BOS removed and `context` put in front,
 // so that a prompt whose middle is left out is still over the context.
 EndsNeeded ends_kept(int32_t n_ctx, int32_t num_keep);
+// The tokens one decode of a session holds (llama.cpp's n_batch and n_ubatch): num_batch, at
+// most the sequences' whole context, and at least a round (the last token, forced and drafted
+// tokens) for every sequence. A context's compute buffer grows with it (scheduler/load_estimate).
+int32_t batch_tokens(int32_t num_batch, int32_t n_ctx, int n_seq);
 
 } // namespace specd::engine

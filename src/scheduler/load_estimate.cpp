@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/gguf_info.h"
+#include "engine/session.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -33,6 +34,18 @@ uint64_t kv_bytes_per_token(const engine::GgufInfo & info) {
     return uint64_t(std::max<int64_t>(0, n_layer * n_kv * (k_len + v_len) * 2));
 }
 
+// Bytes per token of a decode's output: logits over the vocabulary and the hidden state, f32.
+uint64_t out_bytes_per_token(const engine::GgufInfo & info) {
+    const std::string a      = info.architecture + ".";
+    int64_t           n_vocab = meta_int(info, a + "vocab_size").value_or(0);
+    for (const auto & e : info.metadata) {
+        if (e.key != "tokenizer.ggml.tokens") continue;
+        if (const auto * arr = std::get_if<engine::MetaEntry::Array>(&e.value)) n_vocab = std::max<int64_t>(n_vocab, int64_t(arr->length));
+    }
+    const int64_t n_embd = meta_int(info, a + "embedding_length").value_or(0);
+    return uint64_t(std::max<int64_t>(0, n_vocab + n_embd)) * 4;
+}
+
 uint64_t file_bytes(const std::filesystem::path & p) {
     std::error_code ec;
     const auto      n = std::filesystem::file_size(p, ec);
@@ -44,22 +57,36 @@ uint64_t file_bytes(const std::filesystem::path & p) {
 LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & context) {
     const engine::GgufInfo info = engine::read_gguf_info(files.gguf);
     LoadEstimate           e;
-    e.n_ctx      = effective_num_ctx(context.num_ctx, info.context_length);
-    e.weights    = file_bytes(files.gguf);
-    e.kv_per_seq = kv_bytes_per_token(info) * uint64_t(e.n_ctx);
+    e.n_ctx         = effective_num_ctx(context.num_ctx, info.context_length);
+    e.num_batch     = context.num_batch;
+    e.weights       = file_bytes(files.gguf);
+    e.kv_per_seq    = kv_bytes_per_token(info) * uint64_t(e.n_ctx);
+    e.out_per_token = out_bytes_per_token(info);
     if (files.draft) {
+        const engine::GgufInfo draft = engine::read_gguf_info(*files.draft);
         e.weights += file_bytes(*files.draft);
-        e.kv_per_seq += kv_bytes_per_token(engine::read_gguf_info(*files.draft)) * uint64_t(e.n_ctx);
+        e.kv_per_seq += kv_bytes_per_token(draft) * uint64_t(e.n_ctx);
+        e.draft_out_per_token = out_bytes_per_token(draft);
     }
     if (files.projector) e.weights += file_bytes(*files.projector);
     return e;
 }
 
+uint64_t LoadEstimate::compute(int n_seq) const {
+    const uint64_t seqs   = uint64_t(std::max(n_seq, 1));
+    const uint64_t tokens = uint64_t(engine::batch_tokens(num_batch, n_ctx, n_seq));
+    const uint64_t attn   = 2 * uint64_t(n_ctx); // per sequence's KV: the target's spans them all
+    const uint64_t draft  = draft_out_per_token > 0 ? seqs * tokens * std::max(draft_out_per_token, attn) : 0;
+    return tokens * std::max(out_per_token, attn * seqs) + draft;
+}
+
 int default_parallel(const LoadEstimate & e, uint64_t free_bytes) {
-    if (e.kv_per_seq == 0 || free_bytes <= e.weights) return 1;
-    const uint64_t fit  = (free_bytes - e.weights) / e.kv_per_seq;
-    const uint64_t long_context = uint64_t(k_default_parallel_tokens / std::max<int64_t>(e.n_ctx, 1));
-    return int(std::clamp<uint64_t>(std::min(fit, long_context), 1, k_default_parallel_max));
+    if (e.kv_per_seq == 0) return 1; // a KV of unknown size is not multiplied
+    const int64_t long_context = k_default_parallel_tokens / std::max<int64_t>(e.n_ctx, 1);
+    for (int n = int(std::clamp<int64_t>(long_context, 1, k_default_parallel_max)); n > 1; --n) {
+        if (e.bytes(n) <= free_bytes) return n;
+    }
+    return 1;
 }
 
 void check_context_size(const LoadEstimate & e, int n_seq) {

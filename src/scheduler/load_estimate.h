@@ -9,19 +9,30 @@
 namespace specd::scheduler {
 
 struct LoadEstimate {
-    int32_t  n_ctx      = 0; // num_ctx, clamped to the model's trained context
-    uint64_t weights    = 0; // the model, draft and projector files
-    uint64_t kv_per_seq = 0; // f16 K and V for num_ctx tokens, target and draft together
-    uint64_t bytes(int n_seq) const { return weights + kv_per_seq * uint64_t(n_seq); }
+    int32_t  n_ctx      = 0;   // num_ctx, clamped to the model's trained context
+    int32_t  num_batch  = 512; // as asked; a decode holds engine::batch_tokens() of it
+    uint64_t weights    = 0;   // the model, draft and projector files
+    uint64_t kv_per_seq = 0;   // f16 K and V for num_ctx tokens, target and draft together
+    // Compute buffer bytes per token of a decode for its output: logits and hidden state,
+    // 4 bytes x (vocabulary + width), the target's and (0 without one) the draft model's.
+    uint64_t out_per_token       = 0;
+    uint64_t draft_out_per_token = 0;
+
+    // llama.cpp sizes a context's compute buffer for its largest decode, the output's tensors
+    // or the attention mask's (2 bytes per KV cell), whichever is larger (ggml reuses the
+    // memory): a num_batch of 65536 on a 32k vocabulary and context is 17 GB. The target's
+    // context (one KV for every sequence), and one draft context per sequence.
+    uint64_t compute(int n_seq) const;
+    uint64_t bytes(int n_seq) const { return weights + kv_per_seq * uint64_t(n_seq) + compute(n_seq); }
 };
 
 // Throws specd::Error(bad_request) when a file's header cannot be read.
 LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & context);
 
 // How many sequences a model gets when the server does not say: as many as fit `free_bytes`
-// next to the weights, at most `k_default_parallel_max`, at least 1, and more than one only
-// while their contexts together hold at most `k_default_parallel_tokens` (a long context is
-// not multiplied unasked).
+// (weights, KV and compute), at most `k_default_parallel_max`, at least 1, and more than one
+// only while their contexts together hold at most `k_default_parallel_tokens` (a long context
+// is not multiplied unasked).
 constexpr int     k_default_parallel_max    = 4;
 constexpr int64_t k_default_parallel_tokens = int64_t(1) << 17;
 int               default_parallel(const LoadEstimate & e, uint64_t free_bytes);

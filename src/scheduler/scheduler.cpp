@@ -50,7 +50,7 @@ uint64_t Scheduler::make_room(const Runner & requester, uint64_t bytes) {
     const uint64_t budget = cfg_.memory_budget > 0 ? cfg_.memory_budget : UINT64_MAX;
     if (bytes > budget) {
         throw bad_request("the model needs about " + gib(bytes) + ", more than the memory budget of " + gib(budget) +
-                          " (SPECD_MAX_MEMORY); a smaller num_ctx or fewer parallel sequences need less");
+                          " (SPECD_MAX_MEMORY); a smaller num_ctx or num_batch, or fewer parallel sequences, need less");
     }
     const size_t max_loaded = cfg_.max_loaded_models;
     for (;;) {

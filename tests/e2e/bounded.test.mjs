@@ -12,7 +12,8 @@ const MAX_LOADED = 2;
 const spares = ['m1', 'm2', 'm3', 'm4'];
 const h = useServer({
   models: [{ name: 'tiny' }, { name: 'long', from: 'tiny-longctx.gguf' }, ...spares.map((name) => ({ name }))],
-  // The budget is far below what num_ctx 16M would need unclamped on tiny (8 GiB).
+  // The budget is far below what num_ctx 16M would need unclamped on tiny (8 GiB of KV) and
+  // the compute buffer of num_batch 65536 (9 GB), above one sequence of 2^20 tokens (1.6 GB).
   env: { SPECD_MAX_LOADED_MODELS: String(MAX_LOADED), SPECD_MAX_MEMORY: '3G' },
 });
 
@@ -163,10 +164,13 @@ describe('bounded work per request', () => {
       ['long', { num_ctx: 2147483647 }, 400],
       ['long', { num_ctx: 1 }, 200],
       ['long', { num_ctx: 2, num_batch: 1 }, 200],
-      ['long', { num_ctx: 4096, num_batch: 2147483647 }, 200],
-      ['long', { num_ctx: 65536, num_batch: 65536 }, 200],
-      ['long', { num_ctx: 131072, num_batch: 131072 }, null], // 200 or a 400 from the allocation
-      ['long', { num_ctx: 1048576 }, 200], // one sequence of 2^20 tokens: a few seconds
+      ['long', { num_ctx: 4096, num_batch: 2147483647 }, 200], // a batch is at most the context
+      ['long', { num_ctx: 16384, num_batch: 16384 }, 200],
+      // The compute buffer grows with the batch: 9 to 34 GB, over the budget before any
+      // allocation (they used to be tried: 200 with 17 GB held, or an abort under ASan).
+      ['long', { num_ctx: 65536, num_batch: 65536 }, 400],
+      ['long', { num_ctx: 131072, num_batch: 131072 }, 400],
+      ['long', { num_ctx: 1048576 }, 200], // one sequence of 2^20 tokens: ~1.6 GB, a few seconds
     ];
     for (const [model, opts, want] of cases) {
       const t0 = Date.now();
@@ -178,6 +182,7 @@ describe('bounded work per request', () => {
       assert.ok(r.status < 500, `${JSON.stringify(opts)}: ${r.status} ${r.text}`);
       if (want) assert.equal(r.status, want, r.text);
       if (r.status === 400 && opts.num_ctx === 4194304) assert.match(r.body.error, /at most 2097152 tokens/);
+      if (r.status === 400 && opts.num_batch >= 65536) assert.match(r.body.error, /more than the memory budget of 3\.00 GiB \(SPECD_MAX_MEMORY\)/);
       assert.ok(ms < 90_000);
     }
     const ps = await (await fetch(`${h.srv.url}/api/ps`)).json();
