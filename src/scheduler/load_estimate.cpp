@@ -62,6 +62,8 @@ LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & cont
     e.weights       = file_bytes(files.gguf);
     e.kv_per_seq    = kv_bytes_per_token(info) * uint64_t(e.n_ctx);
     e.out_per_token = out_bytes_per_token(info);
+    const uint64_t n_ctx = uint64_t(e.n_ctx);
+    e.embedder = kv_bytes_per_token(info) * n_ctx + n_ctx * std::max(e.out_per_token, 2 * n_ctx) + n_ctx * e.out_per_token;
     if (files.draft) {
         const engine::GgufInfo draft = engine::read_gguf_info(*files.draft);
         e.weights += file_bytes(*files.draft);

@@ -17,6 +17,10 @@ struct LoadEstimate {
     // 4 bytes x (vocabulary + width), the target's and (0 without one) the draft model's.
     uint64_t out_per_token       = 0;
     uint64_t draft_out_per_token = 0;
+    // The embedding context a model gets on its first embedding request (engine/embedder):
+    // KV for num_ctx tokens, a decode of num_ctx tokens (an input is one micro-batch, so this
+    // grows with num_ctx squared), and an output row, logits included, for each of them.
+    uint64_t embedder = 0;
 
     // llama.cpp sizes a context's compute buffer for its largest decode, the output's tensors
     // or the attention mask's (2 bytes per KV cell), whichever is larger (ggml reuses the

@@ -22,6 +22,16 @@ int64_t now_ns() {
                std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The scheduler counts what make_room admitted (a load, an embedding context) as loaded
+// until it has ended, either way.
+struct LoadAdmission {
+    LoadArbiter *  arbiter;
+    const Runner & runner;
+    ~LoadAdmission() {
+        if (arbiter) arbiter->end_load(runner);
+    }
+};
+
 // What a request's own data costs while it runs: its texts and token lists.
 size_t request_bytes(const GenerateRequest & req) {
     const PromptSpec & p = req.prompt;
@@ -217,14 +227,7 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
     if (session_) session_->park(); // its sequences may serve a later prompt
     session_.reset();
     embedder_.reset(); // sized like the session: recreated on its next use
-    // The scheduler counts an admitted load as a loaded model until it has ended, either way.
-    struct LoadAdmission {
-        LoadArbiter *  arbiter;
-        const Runner & runner;
-        ~LoadAdmission() {
-            if (arbiter) arbiter->end_load(runner);
-        }
-    } admission{cfg_.arbiter, *this};
+    const LoadAdmission admission{cfg_.arbiter, *this};
     const LoadEstimate est = estimate_load(req.model, context);
     if (!same_model) {
         unload();
@@ -252,6 +255,7 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
     engine::PromptCacheLink link{cfg_.cache, req.model.digest + "+" +
                                                  (req.model.draft ? req.model.draft->filename().string() : "")};
     session_   = std::make_unique<engine::Session>(model_, context, draft_, std::move(link), n_seq_);
+    embedder_bytes_ = est.embedder;
     done.load_ns += now_ns() - t0;
     account_model();
     std::fprintf(stderr, "specd: %s: %s%s\n", req.model.name.c_str(), engine::describe(session_->threads()).c_str(),
@@ -277,6 +281,10 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
 void Runner::embed(Job & job, DoneInfo & done) {
     const EmbedSpec & spec = *job.request.embed;
     if (!embedder_) {
+        // A second context on the model, sized by num_ctx: room for it first (a num_ctx that
+        // the session takes can need gigabytes here).
+        const LoadAdmission admission{cfg_.arbiter, *this};
+        if (cfg_.arbiter) cfg_.arbiter->make_room(*this, footprint() + embedder_bytes_);
         embedder_ = std::make_unique<engine::Embedder>(model_, session_->n_ctx(), session_->n_threads());
         account_model();
     }

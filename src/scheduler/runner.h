@@ -141,6 +141,7 @@ class Runner {
     int32_t                               min_batch_ = 0; // the largest image's tokens on this model
     std::unique_ptr<engine::Session>      session_;
     std::unique_ptr<engine::Embedder>     embedder_; // created by the first embedding request
+    uint64_t                              embedder_bytes_ = 0; // its estimate, for the session's num_ctx
     std::string                           loaded_digest_;
     uint64_t                              served_ = 0;
     memory::OwnerHandle                   memory_owner_; // open while a model is loaded

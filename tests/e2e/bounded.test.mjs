@@ -185,6 +185,13 @@ describe('bounded work per request', () => {
       if (r.status === 400 && opts.num_batch >= 65536) assert.match(r.body.error, /more than the memory budget of 3\.00 GiB \(SPECD_MAX_MEMORY\)/);
       assert.ok(ms < 90_000);
     }
+    // An embedding context holds a decode of num_ctx tokens: 65536 of them would take 9 GB
+    // (it used to, past the budget), more than the session the same num_ctx gets.
+    const embed = (options) => postRaw(`${h.srv.url}/api/embed`, { model: 'long', input: 'hi', keep_alive: 0, options });
+    const big = await embed({ num_ctx: 65536 });
+    assert.equal(big.status, 400, big.text);
+    assert.match(big.body.error, /more than the memory budget of 3\.00 GiB/);
+    assert.equal((await embed({ num_ctx: 2048 })).status, 200);
     const ps = await (await fetch(`${h.srv.url}/api/ps`)).json();
     assert.equal(ps.models.length, 0, 'keep_alive 0 unloads each one');
     const clamped = await postRaw(`${h.srv.url}/api/generate`, { model: 'tiny', prompt: 'hi', stream: false, options: { num_ctx: 16777216, num_predict: 1 } });
