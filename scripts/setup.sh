@@ -7,7 +7,8 @@ set -euo pipefail
 
 # libssl-dev: llama.cpp's cpp-httplib is built with OpenSSL for https pulls (scripts/llama.sh).
 # libboost-dev: Boost.Asio and Boost.Beast (header-only) for the HTTP server (src/http).
-packages=(cmake ninja-build g++ git ca-certificates openssl libssl-dev libboost-dev libgtest-dev nodejs npm curl "$@")
+# libjemalloc2: a test runs the allocator report under a preloaded jemalloc (docs/memory.md).
+packages=(cmake ninja-build g++ git ca-certificates openssl libssl-dev libboost-dev libjemalloc2 libgtest-dev nodejs npm curl "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

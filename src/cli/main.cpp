@@ -1,5 +1,6 @@
 // specd: every user-facing command is a subcommand of this one binary.
 #include "cli/commands.h"
+#include "memory/allocator.h"
 
 #include <cstdio>
 #include <cstring>
@@ -31,6 +32,7 @@ void usage() {
 } // namespace
 
 int main(int argc, char ** argv) {
+    specd::memory::configure_allocator(); // before anything allocates much (docs/memory.md)
     if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "help")) {
         usage();
         return argc < 2 ? 2 : 0;
