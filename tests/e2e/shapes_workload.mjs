@@ -10,6 +10,23 @@
 import { b64, png } from './images.mjs';
 import { drain, readMemory, slope } from './soak_workload.mjs';
 
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// The answer's last byte leaves before the server has dropped everything of the request (the
+// HTTP body, the job and its decoded pixels: up to ~6 MiB at the largest size), so a reading
+// taken at once can count part of the request just answered. Readings 50 ms apart until RSS
+// holds still (within 256 KiB), at most 6.
+async function settledMemory(url) {
+  let mem = await readMemory(url);
+  for (let k = 0; k < 5; ++k) {
+    await sleep(50);
+    const next = await readMemory(url);
+    if (Math.abs(next.resident_bytes - mem.resident_bytes) < 256 * 1024) return next;
+    mem = next;
+  }
+  return mem;
+}
+
 export const SHAPE_SMALLEST = [96, 80];
 export const SHAPE_LARGEST = [1450, 1080];
 
@@ -43,7 +60,7 @@ export function shapesRequest(i, model, shapes) {
 }
 
 /**
- * Runs n requests one after another; after each, reads /api/debug/memory and calls
+ * Runs n requests one after another; after each, reads /api/debug/memory (settled) and calls
  * onSample(i, memory, final). Returns the samples: {rss, cache, allocator, done_reason,
  * stopped_as_planned, drafted}.
  */
@@ -57,7 +74,7 @@ export async function runShapes({ client, url, model, n, shapes, onSample = () =
       throw new Error(`request ${i} (image ${shapeSize(i % shapes, shapes).join('x')}): ${err.message}`);
     }
     if (!final || final.done !== true) throw new Error(`request ${i}: no final response`);
-    const mem = await readMemory(url);
+    const mem = await settledMemory(url);
     samples.push({
       rss: mem.resident_bytes,
       cache: mem.prompt_cache.bytes,
@@ -89,9 +106,11 @@ export function summarizeShapes(samples, checkpointEvery) {
   const reasons = {};
   for (const s of samples) reasons[s.done_reason] = (reasons[s.done_reason] ?? 0) + 1;
   return {
+    net_mib: net, // every request's reading
     checkpoints,
-    // Least-squares slope over the second half (requests half+1 .. n).
+    // Least-squares slopes over the second half (requests half+1 .. n) and over the whole run.
     slope_mib_per_request: slope(net.slice(half)),
+    slope_all_mib_per_request: slope(net),
     peak_rss_mib: Math.max(...samples.map((s) => s.rss)) / MiB,
     peak_net_mib: Math.max(...net),
     cache_max_mib: Math.max(...samples.map((s) => s.cache)) / MiB,

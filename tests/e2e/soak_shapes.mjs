@@ -5,8 +5,9 @@
 // shapes_workload.mjs); twice, prompt cache off and on. After every request it reads the
 // server's resident memory and the prompt cache's bytes. Passes when, in both runs, the
 // least-squares slope of RSS minus the cache over the second half of the requests is at most
-// --limit-mib per request. Prints RSS minus cache at every --checkpoint requests, the slope,
-// the peak RSS and the allocator's own view at the end.
+// --limit-mib per request. Prints RSS minus cache at every --checkpoint requests, the slopes
+// (MiB/request) over the second half and over the whole run, the peak RSS and the
+// allocator's own counts at the same checkpoints.
 //
 //   node tests/e2e/soak_shapes.mjs [--requests N] [--shapes S] [--checkpoint C] [--limit-mib X]
 //                                  [--runs off,on] [--json FILE]
@@ -73,10 +74,11 @@ const half = Math.floor(requests / 2);
 console.log(`\nsoak --profile shapes: ${requests} /api/chat requests per run, ${shapes} image sizes (${w0}x${h0} .. ${w1}x${h1}) cycled, ` +
   `draft model; RSS minus prompt cache (MiB) at checkpoints; slope over requests ${half + 1}-${requests}, limit ${limitMiB} MiB/request\n`);
 const cps = results[0].checkpoints.map((c) => c.request);
-console.log(`| run | ${cps.map((r) => `@${r}`).join(' | ')} | slope (MiB/request) | peak RSS (MiB) | cache max (MiB) | stop / length | drafted | seconds | result |`);
-console.log(`|---|${cps.map(() => '---|').join('')}---|---|---|---|---|---|---|`);
+console.log(`| run | ${cps.map((r) => `@${r}`).join(' | ')} | slope ${half + 1}-${requests} | slope 1-${requests} | peak RSS (MiB) | ` +
+  'cache max (MiB) | stop / length | drafted | seconds | result |');
+console.log(`|---|${cps.map(() => '---|').join('')}---|---|---|---|---|---|---|---|`);
 for (const r of results) {
-  console.log(`| ${r.label} | ${r.checkpoints.map((c) => c.net_mib.toFixed(1)).join(' | ')} | ${r.slope_mib_per_request.toFixed(4)} | ` +
+  console.log(`| ${r.label} | ${r.checkpoints.map((c) => c.net_mib.toFixed(1)).join(' | ')} | ${r.slope_mib_per_request.toFixed(4)} | ${r.slope_all_mib_per_request.toFixed(4)} | ` +
     `${r.peak_rss_mib.toFixed(1)} | ${r.cache_max_mib.toFixed(2)} | ${r.done_reasons.stop ?? 0} / ${r.done_reasons.length ?? 0} | ` +
     `${r.drafted} | ${r.seconds.toFixed(0)} | ${r.pass && r.stop_as_planned ? 'pass' : 'FAIL'} |`);
 }
