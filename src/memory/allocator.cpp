@@ -10,7 +10,18 @@
 #endif
 
 #if defined(SPECD_SANITIZER_MALLOC)
+#if __has_include(<sanitizer/allocator_interface.h>)
 #include <sanitizer/allocator_interface.h>
+#else
+// GCC does not ship clang's allocator_interface.h; its ASan and TSan runtimes export the same
+// functions.
+#include <cstddef>
+extern "C" {
+size_t __sanitizer_get_current_allocated_bytes();
+size_t __sanitizer_get_heap_size();
+size_t __sanitizer_get_free_bytes();
+}
+#endif
 #else
 #include <dlfcn.h>
 #include <gnu/libc-version.h>
