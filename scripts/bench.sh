@@ -17,9 +17,11 @@
 # (scripts/llama.sh server), the same thread count as the machine's CPUs, draft threads left
 # at their default; specd with its own defaults (thread counts measured at load). Each report
 # lists the exact command line of every engine.
-# `scripts/bench.sh allocator --bins NAME=BIN,NAME=BIN [--runs N] [--num-predict N]` compares
-# the decode speed of specd builds (e.g. one from before a change to the allocator's set-up
-# against build/bin/specd) on the fixture pair, interleaved (bench/results/allocator.md).
+# `scripts/bench.sh allocator --bins NAME=BIN,NAME=BIN [--runs N] [--num-predict N] [--threads N]
+# [--target GGUF --draft GGUF] [--mmproj GGUF]` compares specd builds (e.g. one from before a
+# change to the allocator's set-up against build/bin/specd), interleaved: decode tokens/s on
+# the fixture pair or the pair named, or with --mmproj the time of a request with one image
+# (bench/results/allocator.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ "${1:-}" = allocator ]; then
