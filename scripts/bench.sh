@@ -17,8 +17,21 @@
 # (scripts/llama.sh server), the same thread count as the machine's CPUs, draft threads left
 # at their default; specd with its own defaults (thread counts measured at load). Each report
 # lists the exact command line of every engine.
+# `scripts/bench.sh allocator --bins NAME=BIN,NAME=BIN [--runs N] [--num-predict N] [--threads N]
+# [--target GGUF --draft GGUF] [--mmproj GGUF]` compares specd builds (e.g. one from before a
+# change to the allocator's set-up against build/bin/specd), interleaved: decode tokens/s on
+# the fixture pair or the pair named, or with --mmproj the time of a request with one image
+# (bench/results/allocator.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [ "${1:-}" = allocator ]; then
+  shift
+  bash scripts/setup.sh
+  cmake --preset release >/dev/null
+  cmake --build --preset release --target specd specd-testmodel
+  bash tests/make-fixtures.sh build/bin/specd-testmodel "$(bash scripts/llama.sh source)/models" build/fixtures
+  exec node bench/allocator.mjs --fixtures build/fixtures --out bench/results "$@"
+fi
 if [ "${1:-}" = grammar ]; then
   bash scripts/setup.sh
   cmake --preset release >/dev/null

@@ -9,8 +9,9 @@ set -euo pipefail
 # libboost-dev: Boost.Asio and Boost.Beast (header-only) for the HTTP server (src/http).
 # libcli11-dev, libreadline-dev: the CLI's argument parsing and line editing (src/cli).
 # tmux: the e2e tests type into the interactive mode through a terminal (cli_terminal).
+# libjemalloc2: a test runs the allocator report under a preloaded jemalloc (docs/memory.md).
 packages=(cmake ninja-build g++ git ca-certificates openssl libssl-dev libboost-dev libgtest-dev libcli11-dev
-          libreadline-dev tmux nodejs npm curl "$@")
+          libreadline-dev tmux libjemalloc2 nodejs npm curl "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

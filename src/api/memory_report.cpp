@@ -1,8 +1,12 @@
 #include "api/memory_report.h"
 
+#include "memory/allocator.h"
 #include "memory/process_memory.h"
 
+#include <optional>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace specd::api {
 
@@ -20,6 +24,26 @@ json cache_json(const cache::PromptCacheStats & c) {
             {"tokens", c.tokens},             {"hits", c.hits},         {"misses", c.misses},
             {"tokens_reused", c.tokens_reused}, {"evictions", c.evictions}, {"stores", c.stores},
             {"rejected", c.rejected}};
+}
+
+// The allocator's counts by name, in the order /api/debug/memory and /metrics show them;
+// counts this allocator does not report are left out.
+std::vector<std::pair<const char *, size_t>> allocator_counts(const memory::AllocatorStats & a) {
+    std::vector<std::pair<const char *, size_t>> out;
+    const std::pair<const char *, const std::optional<size_t> &> all[] = {
+        {"allocated", a.allocated}, {"active", a.active},     {"free", a.free},         {"resident", a.resident},
+        {"mapped", a.mapped},       {"retained", a.retained}, {"metadata", a.metadata}, {"releasable", a.releasable}};
+    for (const auto & [name, value] : all) {
+        if (value) out.emplace_back(name, *value);
+    }
+    return out;
+}
+
+json allocator_json(const memory::AllocatorStats & a) {
+    json out = {{"name", a.name}, {"version", a.version}};
+    for (const auto & [name, value] : allocator_counts(a)) out[std::string(name) + "_bytes"] = value;
+    if (a.mmap_threshold) out["mmap_threshold_bytes"] = *a.mmap_threshold;
+    return out;
 }
 
 } // namespace
@@ -59,6 +83,7 @@ json memory_debug_json(const memory::LedgerSnapshot & ledger, const cache::Promp
     return {{"buckets", bucket_json(ledger.buckets)},
             {"request_buckets_zero", request_zero},
             {"resident_bytes", memory::resident_bytes()},
+            {"allocator", allocator_json(memory::allocator_stats())},
             {"owners", owners},
             {"models", models},
             {"prompt_cache", cache_json(cache)},
@@ -83,6 +108,14 @@ std::string memory_metrics(const memory::LedgerSnapshot & ledger, const cache::P
     }
     out << "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
         << "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes " << memory::resident_bytes() << "\n";
+    const memory::AllocatorStats alloc = memory::allocator_stats();
+    out << "# HELP specd_allocator_info The malloc this server runs on.\n# TYPE specd_allocator_info gauge\n"
+        << "specd_allocator_info{name=\"" << alloc.name << "\",version=\"" << alloc.version << "\"} 1\n"
+        << "# HELP specd_allocator_bytes What malloc reports about the memory it manages, by kind (docs/memory.md).\n"
+        << "# TYPE specd_allocator_bytes gauge\n";
+    for (const auto & [name, value] : allocator_counts(alloc)) {
+        out << "specd_allocator_bytes{kind=\"" << name << "\"} " << value << "\n";
+    }
     const auto gauge = [&](const char * name, const char * help, uint64_t v) {
         out << "# HELP " << name << " " << help << "\n# TYPE " << name << " gauge\n" << name << " " << v << "\n";
     };

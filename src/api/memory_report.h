@@ -12,7 +12,8 @@ namespace specd::api {
 // {"weights": n, ..., "request": n, "total": n}
 json bucket_json(const memory::BucketBytes & buckets);
 
-// GET /api/debug/memory: totals, owners, every live reservation, the cache, the process RSS.
+// GET /api/debug/memory: totals, owners, every live reservation, the cache, the process RSS
+// and what the allocator says about the memory it manages.
 json memory_debug_json(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache);
 
 // The memory and prompt-cache series of /metrics.

@@ -59,6 +59,15 @@ describe('memory', () => {
     assert.equal(await metric(url, 'specd_memory_bytes{bucket="request"}'), 0);
     assert.equal(await metric(url, 'specd_prompt_cache_budget_bytes'), BUDGET);
     assert.ok((await metric(url, 'process_resident_memory_bytes')) > 0);
+    // The allocator's own view: which malloc, and its counts (the ones it keeps).
+    const a = mem.allocator;
+    assert.ok(['jemalloc', 'glibc', 'sanitizer'].includes(a.name), `allocator ${a.name}`);
+    assert.ok(a.allocated_bytes > 0 && a.mapped_bytes >= a.allocated_bytes, JSON.stringify(a));
+    assert.ok(a.free_bytes >= 0);
+    // specd serve gives every buffer from 128 KiB up its own mapping (docs/memory.md).
+    if (a.name === 'glibc') assert.equal(a.mmap_threshold_bytes, 128 * 1024);
+    assert.ok((await metric(url, 'specd_allocator_bytes{kind="allocated"}')) > 0);
+    assert.equal(await metric(url, `specd_allocator_info{name="${a.name}",version="${a.version}"}`), 1);
   });
 
   test('a restored prefix gives the same answer, with speculation on and off', async () => {

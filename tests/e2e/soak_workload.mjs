@@ -55,7 +55,8 @@ export function soakRequest(i, model, visionModel) {
   return ['chat', { ...body, messages }];
 }
 
-async function drain(result) {
+/** The final part of an answer: the answer itself, or the last part of a stream. */
+export async function drain(result) {
   if (result && typeof result[Symbol.asyncIterator] === 'function') {
     let last;
     for await (const part of result) last = part;
