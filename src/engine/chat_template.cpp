@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "engine/backend.h"
 #include "engine/chat_syntax.h"
+#include "engine/content_stand_ins.h"
 
 #include <llama.h>
 
@@ -68,25 +69,43 @@ ChatTemplate::ChatTemplate(const std::string & source) : source_(source) {
 
 ChatTemplate::~ChatTemplate() = default;
 
-std::string ChatTemplate::render(const std::vector<Message> & messages, bool add_generation_prompt) const {
-    common_chat_templates_inputs in;
-    in.add_generation_prompt = add_generation_prompt;
-    in.use_jinja             = true;
-    in.enable_thinking       = false;
-    in.messages              = to_common(messages);
+common_chat_params ChatTemplate::apply(const common_chat_templates_inputs & in) const {
     if (templates_) {
         try {
-            return common_chat_templates_apply(templates_.get(), in).prompt;
+            return common_chat_templates_apply(templates_.get(), in);
         } catch (const std::exception &) {
             // Some templates reject valid conversations (e.g. a system message they do not
             // expect); chatml still gives the model the whole conversation.
         }
     }
     try {
-        return common_chat_templates_apply(fallback_.get(), in).prompt;
+        return common_chat_templates_apply(fallback_.get(), in);
     } catch (const std::exception & e) {
         throw bad_request(std::string("cannot render the chat template: ") + e.what());
     }
+}
+
+common_chat_params ChatTemplate::apply_to(common_chat_templates_inputs & in, const std::vector<Message> & messages) const {
+    std::vector<Message>  shortened = messages;
+    const ContentStandIns stand_ins(shortened);
+    if (!stand_ins.empty()) {
+        in.messages          = to_common(shortened);
+        common_chat_params p = apply(in);
+        if (auto prompt = stand_ins.restore(p.prompt)) {
+            p.prompt = std::move(*prompt);
+            return p;
+        }
+    }
+    in.messages = to_common(messages);
+    return apply(in);
+}
+
+std::string ChatTemplate::render(const std::vector<Message> & messages, bool add_generation_prompt) const {
+    common_chat_templates_inputs in;
+    in.add_generation_prompt = add_generation_prompt;
+    in.use_jinja             = true;
+    in.enable_thinking       = false;
+    return apply_to(in, messages).prompt;
 }
 
 ChatRender ChatTemplate::render_chat(const std::vector<Message> & messages, const std::vector<Tool> & tools,
@@ -94,7 +113,6 @@ ChatRender ChatTemplate::render_chat(const std::vector<Message> & messages, cons
     common_chat_templates_inputs in;
     in.add_generation_prompt = true;
     in.use_jinja             = true;
-    in.messages              = to_common(messages);
     in.enable_thinking       = think && think->enabled;
     // deepseek: the reasoning is parsed out of the answer into its own field.
     in.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK;
@@ -102,24 +120,7 @@ ChatRender ChatTemplate::render_chat(const std::vector<Message> & messages, cons
     if (think && think->enabled && !think->effort.empty()) {
         in.chat_template_kwargs["reasoning_effort"] = "\"" + think->effort + "\"";
     }
-
-    common_chat_params p;
-    bool               rendered = false;
-    if (templates_) {
-        try {
-            p        = common_chat_templates_apply(templates_.get(), in);
-            rendered = true;
-        } catch (const std::exception &) {
-            // As in render(): chatml below.
-        }
-    }
-    if (!rendered) {
-        try {
-            p = common_chat_templates_apply(fallback_.get(), in);
-        } catch (const std::exception & e) {
-            throw bad_request(std::string("cannot render the chat template: ") + e.what());
-        }
-    }
+    const common_chat_params p = apply_to(in, messages);
 
     ChatRender out;
     out.prompt = p.prompt;

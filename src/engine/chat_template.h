@@ -9,6 +9,8 @@
 #include <vector>
 
 struct common_chat_templates;
+struct common_chat_templates_inputs;
+struct common_chat_params;
 struct llama_model;
 
 namespace specd::engine {
@@ -64,6 +66,11 @@ class ChatTemplate {
   private:
     // Renders the template with and without thinking: once, at construction.
     ChatFeatures probe_features() const;
+    // The model's template, chatml where it throws; a 400 when both do.
+    common_chat_params apply(const common_chat_templates_inputs & in) const;
+    // apply() on `messages`, their long contents stood in for while the template renders
+    // (content_stand_ins.h).
+    common_chat_params apply_to(common_chat_templates_inputs & in, const std::vector<Message> & messages) const;
 
     struct Deleter {
         void operator()(common_chat_templates * t) const;
