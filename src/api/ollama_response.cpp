@@ -100,6 +100,7 @@ int http_status(ErrorKind kind) {
         case ErrorKind::busy:        return 503;
         case ErrorKind::cancelled:   return 499;
         case ErrorKind::internal:    return 500;
+        case ErrorKind::upstream:    return 502;
     }
     return 500;
 }

@@ -23,7 +23,7 @@ void add_generate_routes(http::Router & router, RouteContext ctx);
 void add_openai_routes(http::Router & router, RouteContext ctx);
 // POST /api/embed, /api/embeddings, /v1/embeddings.
 void add_embed_routes(http::Router & router, RouteContext ctx);
-// The store: /api/tags, show, create, copy, delete, pull, and blobs (HEAD, POST).
+// The store: /api/tags, show, create, copy, delete, pull, push, and blobs (HEAD, POST).
 void add_model_routes(http::Router & router, RouteContext ctx);
 
 } // namespace specd::api

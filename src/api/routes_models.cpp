@@ -1,8 +1,8 @@
-// The model store over HTTP: list, show, create, copy, delete, pull, and the blobs that
+// The model store over HTTP: list, show, create, copy, delete, pull, push, and the blobs that
 // `specd create` uploads before it creates a model on a remote server.
 #include "api/http_json.h"
 #include "api/model_catalog.h"
-#include "api/model_pull.h"
+#include "api/model_transfer.h"
 #include "api/ollama_response.h"
 #include "api/routes.h"
 
@@ -70,6 +70,9 @@ void add_model_routes(http::Router & router, RouteContext ctx) {
     }));
     router.post("/api/pull", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
         serve_pull(ctx.store, req, res, body);
+    }));
+    router.post("/api/push", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
+        serve_push(ctx.store, req, res, body);
     }));
     router.del("/api/delete", json_route([ctx](http::Request &, http::Response & res, const json & body) {
         catalog_delete(ctx.store, model_name(body));

@@ -11,6 +11,7 @@ enum class ErrorKind {
     not_found,     // unknown model (404)
     busy,          // queue full (503)
     cancelled,     // the client went away; nobody reads the answer
+    upstream,      // another server we depend on (a registry) failed or is unreachable (502)
     internal,      // a real fault of ours (500)
 };
 

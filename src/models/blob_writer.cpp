@@ -20,7 +20,7 @@ BlobWriter::BlobWriter(BlobWriter && other) noexcept
       temp_(std::move(other.temp_)),
       fd_(other.fd_),
       size_(other.size_),
-      hash_(other.hash_),
+      hash_(std::move(other.hash_)),
       done_(other.done_),
       keep_(other.keep_) {
     other.fd_   = -1;

@@ -1,6 +1,8 @@
 #include "models/digest.h"
 
-#include <cstring>
+#include "core/error.h"
+
+#include <openssl/evp.h>
 
 namespace specd::models {
 
@@ -41,115 +43,47 @@ std::optional<std::string> blob_filename(std::string_view digest) {
 
 namespace {
 
-constexpr std::array<uint32_t, 64> k_round = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-};
-
-constexpr std::array<uint32_t, 8> k_initial = {
-    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-};
-
-inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+[[noreturn]] void evp_failed(const char * what) {
+    // Only an allocation failure inside OpenSSL gets here.
+    throw Error(ErrorKind::internal, std::string("SHA-256: ") + what + " failed (OpenSSL)");
+}
 
 } // namespace
 
-Sha256::Sha256() { reset(); }
+void Sha256::CtxFree::operator()(evp_md_ctx_st * ctx) const { EVP_MD_CTX_free(ctx); }
 
-void Sha256::reset() {
-    state_      = k_initial;
-    buffer_len_ = 0;
-    total_len_  = 0;
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_) evp_failed("EVP_MD_CTX_new");
+    reset();
 }
 
-void Sha256::compress(const uint8_t * block) {
-    uint32_t w[64];
-    for (int i = 0; i < 16; ++i) {
-        w[i] = (uint32_t(block[4 * i]) << 24) | (uint32_t(block[4 * i + 1]) << 16) |
-               (uint32_t(block[4 * i + 2]) << 8) | uint32_t(block[4 * i + 3]);
+Sha256::Sha256(const Sha256 & other) : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_) evp_failed("EVP_MD_CTX_new");
+    if (EVP_MD_CTX_copy_ex(ctx_.get(), other.ctx_.get()) != 1) evp_failed("EVP_MD_CTX_copy_ex");
+}
+
+Sha256 & Sha256::operator=(const Sha256 & other) {
+    if (this != &other) {
+        Sha256 copy(other);
+        ctx_ = std::move(copy.ctx_);
     }
-    for (int i = 16; i < 64; ++i) {
-        const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-        const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-        w[i]              = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
-    uint32_t e = state_[4], f = state_[5], g = state_[6], h = state_[7];
-    for (int i = 0; i < 64; ++i) {
-        const uint32_t s1  = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
-        const uint32_t ch  = (e & f) ^ (~e & g);
-        const uint32_t t1  = h + s1 + ch + k_round[i] + w[i];
-        const uint32_t s0  = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
-        const uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
-        const uint32_t t2  = s0 + maj;
-        h = g;
-        g = f;
-        f = e;
-        e = d + t1;
-        d = c;
-        c = b;
-        b = a;
-        a = t1 + t2;
-    }
-    state_[0] += a;
-    state_[1] += b;
-    state_[2] += c;
-    state_[3] += d;
-    state_[4] += e;
-    state_[5] += f;
-    state_[6] += g;
-    state_[7] += h;
+    return *this;
+}
+
+Sha256::~Sha256() = default;
+
+void Sha256::reset() {
+    if (EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) evp_failed("EVP_DigestInit_ex");
 }
 
 void Sha256::update(const void * data, size_t size) {
-    auto * p = static_cast<const uint8_t *>(data);
-    total_len_ += size;
-    if (buffer_len_ > 0) {
-        const size_t take = std::min(size, buffer_.size() - buffer_len_);
-        std::memcpy(buffer_.data() + buffer_len_, p, take);
-        buffer_len_ += take;
-        p += take;
-        size -= take;
-        if (buffer_len_ < buffer_.size()) {
-            return;
-        }
-        compress(buffer_.data());
-        buffer_len_ = 0;
-    }
-    for (; size >= 64; p += 64, size -= 64) {
-        compress(p);
-    }
-    if (size > 0) {
-        std::memcpy(buffer_.data(), p, size);
-        buffer_len_ = size;
-    }
+    if (size > 0 && EVP_DigestUpdate(ctx_.get(), data, size) != 1) evp_failed("EVP_DigestUpdate");
 }
 
 std::array<uint8_t, 32> Sha256::finish() {
-    const uint64_t bit_len = total_len_ * 8;
-    // Padding: 0x80, zeros up to 56 mod 64, then the message length in bits, big-endian.
-    uint8_t pad[72] = {0x80};
-    const size_t pad_len = (buffer_len_ < 56 ? 56 : 120) - buffer_len_;
-    for (int i = 0; i < 8; ++i) {
-        pad[pad_len + i] = uint8_t(bit_len >> (56 - 8 * i));
-    }
-    const uint64_t saved_total = total_len_;
-    update(pad, pad_len + 8);
-    total_len_ = saved_total;
-
-    std::array<uint8_t, 32> out;
-    for (int i = 0; i < 8; ++i) {
-        out[4 * i]     = uint8_t(state_[i] >> 24);
-        out[4 * i + 1] = uint8_t(state_[i] >> 16);
-        out[4 * i + 2] = uint8_t(state_[i] >> 8);
-        out[4 * i + 3] = uint8_t(state_[i]);
-    }
+    std::array<uint8_t, 32> out{};
+    unsigned int            len = 0;
+    if (EVP_DigestFinal_ex(ctx_.get(), out.data(), &len) != 1 || len != out.size()) evp_failed("EVP_DigestFinal_ex");
     return out;
 }
 

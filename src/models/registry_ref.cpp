@@ -118,6 +118,8 @@ std::string RegistryRef::blob_path(std::string_view digest) const {
     return path_prefix + "/v2/" + repository + "/blobs/" + std::string(digest);
 }
 
+std::string RegistryRef::upload_path() const { return path_prefix + "/v2/" + repository + "/blobs/uploads/"; }
+
 bool is_loopback_authority(std::string_view authority) {
     const std::string_view host = host_of(authority);
     return iequals(host, "localhost") || host == "::1" || is_ipv4_loopback(host);

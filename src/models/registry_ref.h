@@ -1,7 +1,9 @@
 #pragma once
-// Where a model is pulled from: a name mapped to an OCI distribution registry, which serves
-//   GET <base>/v2/<namespace>/<model>/manifests/<tag>
-//   GET <base>/v2/<namespace>/<model>/blobs/<digest>
+// Where a model is pulled from or pushed to: a name mapped to an OCI distribution registry,
+// which serves
+//   GET|PUT <base>/v2/<namespace>/<model>/manifests/<tag>
+//   GET|HEAD <base>/v2/<namespace>/<model>/blobs/<digest>
+//   POST <base>/v2/<namespace>/<model>/blobs/uploads/   (a push starts a blob upload)
 // Ollama's registry (registry.ollama.ai, namespace "library") is the default host. hf.co and
 // huggingface.co names (hf.co/USER/REPO:QUANT) go to Hugging Face's endpoint for Ollama,
 // which speaks the same protocol, so one client serves both.
@@ -37,6 +39,7 @@ struct RegistryRef {
     std::string origin() const;
     std::string manifest_path() const;
     std::string blob_path(std::string_view digest) const;
+    std::string upload_path() const;
 };
 
 // Parses `text` (a model name, optionally with an http:// or https:// prefix) and maps it.

@@ -186,6 +186,9 @@ class Store {
     // --- manifests
     void                    write_manifest(const ModelName & name, const Manifest & manifest);
     std::optional<Manifest> read_manifest(const ModelName & name) const;
+    // The manifest's bytes as stored (a push sends them unchanged, so the registry's digest
+    // of the model is the local one); nullopt when there is no such model.
+    std::optional<std::string> read_manifest_bytes(const ModelName & name) const;
     std::vector<StoreEntry> list() const;
     // Deletes the manifest, then the blobs only it referenced. False when there was no model.
     // remove(), copy(), create() and collect_garbage() wait for every WriteGuard to go:
@@ -216,7 +219,6 @@ class Store {
     friend class StoreCreate; // one create(): put_file/put_bytes, temp files in blobs_dir_
 
     std::optional<std::filesystem::path> find_manifest_file(const ModelName & name) const;
-    std::optional<std::string>           read_manifest_bytes(const ModelName & name) const;
     // The config blob's details; empty when it cannot be read (they are cosmetic).
     ModelConfig                          read_config(const Manifest & manifest) const;
     // put_blob_* that also say whether the blob was already stored (for create's progress).

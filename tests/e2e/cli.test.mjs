@@ -2,12 +2,13 @@
 // flags in any position and unknown ones refused, list, show and its flags, ps, stop, run and
 // its flags (--verbose, --format, --keepalive, --think), cp, rm, create (with ADAPTER, MESSAGE,
 // -q and --draft-quantize) and create's refusals, uploads the server refuses (SIGPIPE ignored,
-// the server's reason printed), push, and one-line errors. The terminal
+// the server's reason printed), push's errors, and one-line errors. The terminal
 // (interactive mode, word wrap, progress bars) is in cli_terminal.test.mjs.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe } from 'node:test';
@@ -187,10 +188,33 @@ describe('cli', () => {
     assert.match(two.stderr, /^Error: only one of .* can be specified\n$/);
   });
 
-  test('push: this server has no /api/push yet, and says so', async () => {
-    const r = await cli(['push', 'tiny']);
+  test('push: a model the server does not have, a registry it cannot reach, and a server without /api/push', async () => {
+    const r = await cli(['push', 'nope']);
     assert.equal(r.code, 1);
-    assert.equal(r.stderr, 'Error: this server cannot push models: it has no /api/push (HTTP 404)\n');
+    assert.equal(r.stderr, 'Error: model "nope:latest" not found\n');
+
+    const port = await freePort();
+    const name = `127.0.0.1:${port}/ns/tiny:v1`;
+    ok(await cli(['cp', 'tiny', name]), 'specd cp');
+    const down = await cli(['push', name]);
+    assert.equal(down.code, 1);
+    assert.match(down.stderr, new RegExp(`^Error: cannot reach the registry at http://127\\.0\\.0\\.1:${port}: .+\n$`));
+
+    // A server that predates /api/push answers its generic 404: the CLI says what is missing.
+    const old = http.createServer((req, res) => {
+      if (req.url === '/api/version') return res.end('{"version":"0.0.0"}');
+      res.statusCode = 404;
+      return res.end('404 page not found');
+    });
+    await new Promise((resolve) => old.listen(0, '127.0.0.1', resolve));
+    try {
+      const o = await runCli(['push', 'tiny'], { env: { SPECD_HOST: `127.0.0.1:${old.address().port}` } });
+      assert.equal(o.code, 1);
+      assert.equal(o.stderr, 'Error: this server cannot push models: it has no /api/push (HTTP 404)\n');
+    } finally {
+      old.closeAllConnections();
+      await new Promise((resolve) => old.close(resolve));
+    }
   });
 
   test('specd list shows the model', async () => {

@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe } from 'node:test';
@@ -277,60 +276,29 @@ describe('cli on a terminal', () => {
     });
   });
 
-  test('push: the progress bar of a server that pushes, and its error line as it is', async () => {
-    // specd's own server has no /api/push yet (cli.test.mjs checks the CLI says so): this
-    // stand-in answers with Ollama's push stream, so what is tested is the CLI's side.
-    const digest = `sha256:${'ab'.repeat(32)}`;
-    const total = 17_000_000;
-    const bodies = [];
-    const pusher = http.createServer(async (req, res) => {
-      if (req.method === 'GET' && req.url === '/api/version') return res.end('{"version":"0.0.0"}');
-      if (req.method !== 'POST' || req.url !== '/api/push') {
-        res.statusCode = 404;
-        return res.end('404 page not found');
-      }
-      let text = '';
-      for await (const chunk of req) text += chunk;
-      const body = JSON.parse(text);
-      bodies.push(body);
-      if (!body.model) {
-        res.statusCode = 400;
-        return res.end('{"error":"model is required"}');
-      }
-      res.setHeader('content-type', 'application/x-ndjson');
-      const send = (line) => res.write(`${JSON.stringify(line)}\n`);
-      send({ status: 'retrieving manifest' });
-      if (body.model === 'ns/denied') {
-        send({ error: 'unauthorized: you are not authorized to push to this namespace' });
-        return res.end();
-      }
-      for (let completed = 0; completed <= total; completed += total / 4) {
-        send({ status: `pushing ${digest.slice(7, 19)}`, digest, total, completed });
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      send({ status: 'pushing manifest' });
-      send({ status: 'success' });
-      res.end();
+  test('push: the progress bar of a push through the server to a registry, and its error line as it is', async () => {
+    const name = `${reg.host}/ns/pushed:v1`;
+    const copied = await runCli(['cp', 'tiny', name], { env: h.srv.env });
+    assert.equal(copied.code, 0, copied.stderr);
+    const stored = fs.readFileSync(path.join(h.srv.modelsDir, 'manifests', reg.host, 'ns', 'pushed', 'v1'), 'utf8');
+    const gguf = JSON.parse(stored).layers[0];
+    await withTerminal(['push', name], {}, async (t) => {
+      assert.equal(await t.exited({ timeoutMs: 60_000 }), 0, await t.screen());
+      const screen = await t.screen();
+      assert.match(screen, new RegExp(`^retrieving manifest\npushing ${gguf.digest.slice(7, 19)}: 100% ▕█{25}▏ 17 MB$`, 'm'));
+      assert.match(screen, /^pushing manifest\nsuccess$/m);
     });
-    await new Promise((resolve) => pusher.listen(0, '127.0.0.1', resolve));
-    try {
-      const env = { SPECD_HOST: `127.0.0.1:${pusher.address().port}`, HOME: home };
-      const term = await startTerminal([SPECD_BIN, 'push', 'ns/pushed', '--insecure'], { env });
-      try {
-        assert.equal(await term.exited(), 0, await term.screen());
-        const screen = await term.screen();
-        assert.match(screen, /^retrieving manifest\npushing abababababab: 100% ▕█{25}▏ 17 MB\npushing manifest\nsuccess$/m);
-      } finally {
-        await term.close();
-      }
-      assert.deepEqual(bodies.at(-1), { model: 'ns/pushed', insecure: true });
+    assert.equal(reg.manifest('ns/pushed', 'v1'), stored);
+    assert.ok(reg.uploads.some((u) => u.digest === gguf.digest && u.complete));
 
-      const denied = await runCli(['push', 'ns/denied'], { env });
+    // The registry's refusal, as the server words it, on one line.
+    reg.refusePushes({ status: 403, code: 'DENIED', message: 'requested access to the resource is denied' });
+    try {
+      const denied = await runCli(['push', name], { env: h.srv.env });
       assert.equal(denied.code, 1);
-      assert.equal(denied.stderr, 'retrieving manifest\nError: unauthorized: you are not authorized to push to this namespace\n');
+      assert.match(denied.stderr, /^retrieving manifest\n(.*\n)*Error: the registry at http:\/\/127\.0\.0\.1:\d+ refused the manifest \(PUT \/v2\/ns\/pushed\/manifests\/v1\): HTTP 403: requested access to the resource is denied \(specd does not authenticate to registries\)\n$/);
     } finally {
-      pusher.closeAllConnections();
-      await new Promise((resolve) => pusher.close(resolve));
+      reg.refusePushes(null);
     }
   });
 

@@ -1,9 +1,16 @@
-// A local OCI distribution registry for the pull tests (node http, or https with a given key
-// and certificate; loopback only):
+// A local OCI distribution registry for the pull and push tests (node http, or https with a
+// given key and certificate; loopback only):
 //   GET /v2/<repository>/manifests/<tag>   the manifest as stored (JSON, or raw text)
 //   GET /v2/<repository>/blobs/<digest>    a blob, honouring "Range: bytes=N-" with a 206
-// Every request is logged (method, path, Range header) so tests can assert what was fetched.
-// Faults on demand: serve other bytes than a digest names, and cut a blob's transfer short.
+//   HEAD /v2/<repository>/blobs/<digest>   200 when the registry has the blob, else 404
+//   POST /v2/<repository>/blobs/uploads/   starts an upload: 202, Location with a state token
+//   PUT <location>&digest=<digest>         the whole blob; stored only when its bytes have
+//                                          that digest (400 DIGEST_INVALID otherwise)
+//   PUT /v2/<repository>/manifests/<tag>   stored when every blob it names is here
+// Every request is logged (method, path, Range header) so tests can assert what was fetched,
+// and every upload that completed (or broke off) is recorded. Faults on demand: serve other
+// bytes than a digest names, cut a blob's transfer short, break an upload after N bytes, and
+// refuse pushes with an error status.
 
 import crypto from 'node:crypto';
 import http from 'node:http';
@@ -25,6 +32,17 @@ export async function startRegistry({ tls } = {}) {
   const blobs = new Map(); // digest -> Buffer
   const cuts = new Map(); // digest -> bytes to send before closing the connection (once)
   const requests = [];
+  const sessions = new Map(); // upload id -> {repository, state}
+  const uploads = []; // {repository, digest, size, complete}
+  const uploadCuts = []; // byte counts: each next upload PUT breaks off after that many bytes
+  let refusal = null; // {status, code, message}: uploads and manifest PUTs answered with it
+  let nextId = 0;
+
+  const readBody = async (req) => {
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    return Buffer.concat(chunks);
+  };
 
   const handler = (req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://registry').pathname);
@@ -34,7 +52,92 @@ export async function startRegistry({ tls } = {}) {
       res.end(JSON.stringify({ errors: [{ code, message }] }));
     };
 
-    let m = /^\/v2\/(.+)\/manifests\/([^/]+)$/.exec(path);
+    const refuse = () => {
+      res.writeHead(refusal.status, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ errors: [{ code: refusal.code, message: refusal.message }] }));
+    };
+
+    let m = /^\/v2\/(.+)\/blobs\/uploads\/$/.exec(path);
+    if (m && req.method === 'POST') {
+      if (refusal) return refuse();
+      const id = `u${++nextId}`;
+      // A state token with characters a client must not re-encode.
+      const state = `${id}+st/ate=`;
+      sessions.set(id, { repository: m[1], state });
+      res.writeHead(202, {
+        Location: `/v2/${m[1]}/blobs/uploads/${id}?_state=${encodeURIComponent(state)}`,
+        'Docker-Upload-UUID': id,
+        'Content-Length': 0,
+      });
+      return res.end();
+    }
+    m = /^\/v2\/(.+)\/blobs\/uploads\/([^/]+)$/.exec(path);
+    if (m && req.method === 'PUT') {
+      if (refusal) return refuse();
+      const query = new URL(req.url, 'http://registry').searchParams;
+      const session = sessions.get(m[2]);
+      if (!session || session.repository !== m[1] || query.get('_state') !== session.state) {
+        res.writeHead(404, { 'Content-Type': 'application/json' });
+        return res.end(JSON.stringify({ errors: [{ code: 'BLOB_UPLOAD_UNKNOWN', message: 'blob upload unknown' }] }));
+      }
+      sessions.delete(m[2]);
+      const digest = query.get('digest');
+      const record = { repository: m[1], digest, size: 0, complete: false, cut: false };
+      uploads.push(record);
+      const cut = uploadCuts.shift();
+      const chunks = [];
+      req.on('data', (c) => {
+        chunks.push(c);
+        record.size += c.length;
+        if (cut !== undefined && record.size >= cut && !record.cut) {
+          record.cut = true;
+          req.socket.destroy();
+        }
+      });
+      req.on('end', () => {
+        if (record.cut) return;
+        const bytes = Buffer.concat(chunks);
+        if (sha256(bytes) !== digest) {
+          res.writeHead(400, { 'Content-Type': 'application/json' });
+          return res.end(JSON.stringify({ errors: [{ code: 'DIGEST_INVALID', message: 'provided digest did not match uploaded content' }] }));
+        }
+        record.complete = true;
+        blobs.set(digest, bytes);
+        res.writeHead(201, { Location: `/v2/${m[1]}/blobs/${digest}`, 'Docker-Content-Digest': digest, 'Content-Length': 0 });
+        res.end();
+      });
+      return undefined;
+    }
+    m = /^\/v2\/(.+)\/manifests\/([^/]+)$/.exec(path);
+    if (m && req.method === 'PUT') {
+      return readBody(req).then((body) => {
+        if (refusal) return refuse();
+        let manifest;
+        try {
+          manifest = JSON.parse(body.toString());
+        } catch {
+          res.writeHead(400, { 'Content-Type': 'application/json' });
+          return res.end(JSON.stringify({ errors: [{ code: 'MANIFEST_INVALID', message: 'manifest invalid' }] }));
+        }
+        for (const l of [manifest.config, ...(manifest.layers ?? [])]) {
+          if (!blobs.has(l?.digest)) {
+            res.writeHead(400, { 'Content-Type': 'application/json' });
+            return res.end(JSON.stringify({ errors: [{ code: 'MANIFEST_BLOB_UNKNOWN', message: `blob unknown: ${l?.digest}` }] }));
+          }
+        }
+        manifests.set(`${m[1]}:${m[2]}`, body.toString());
+        res.writeHead(201, { 'Docker-Content-Digest': sha256(body), 'Content-Length': 0 });
+        return res.end();
+      });
+    }
+    m = /^\/v2\/(.+)\/blobs\/(.+)$/.exec(path);
+    if (m && req.method === 'HEAD') {
+      const bytes = blobs.get(m[2]);
+      res.writeHead(bytes ? 200 : 404, bytes ? { 'Content-Length': bytes.length, 'Docker-Content-Digest': m[2] } : {});
+      return res.end();
+    }
+
+    m = /^\/v2\/(.+)\/manifests\/([^/]+)$/.exec(path);
     if (m && req.method === 'GET') {
       const body = manifests.get(`${m[1]}:${m[2]}`);
       if (body === undefined) return notFound('MANIFEST_UNKNOWN', 'manifest unknown');
@@ -112,6 +215,23 @@ export async function startRegistry({ tls } = {}) {
     /** The next GET of this blob sends `bytes` bytes and then closes the connection. */
     cutAfter(digest, bytes) {
       cuts.set(digest, bytes);
+    },
+    /** Uploads received, in order: {repository, digest, size, complete}. */
+    uploads,
+    /** A pushed (or added) manifest's bytes, or undefined. */
+    manifest(repository, tag) {
+      return manifests.get(`${repository}:${tag}`);
+    },
+    hasBlob(digest) {
+      return blobs.has(digest);
+    },
+    /** The next upload PUT (one per call) breaks off once it has received `bytes` bytes. */
+    cutUploadAfter(bytes) {
+      uploadCuts.push(bytes);
+    },
+    /** Uploads and manifest PUTs are answered with this error (null: accepted again). */
+    refusePushes(r) {
+      refusal = r;
     },
     blobRequests(digest) {
       return requests.filter((r) => r.path.endsWith(`/blobs/${digest}`));

@@ -77,6 +77,27 @@ TEST(Sha256, ResetStartsOver) {
     EXPECT_EQ(h.finish_digest(), sha256_digest("abc"));
 }
 
+// A copy is a digest of the bytes so far; both go on independently (BlobWriter::digest()).
+TEST(Sha256, CopyContinuesFromTheSameState) {
+    Sha256 h;
+    h.update("ab");
+    Sha256 copy = h;
+    EXPECT_EQ(copy.finish_digest(), sha256_digest("ab"));
+    h.update("c");
+    EXPECT_EQ(h.finish_digest(), sha256_digest("abc"));
+
+    Sha256 assigned;
+    assigned.update("unrelated");
+    Sha256 source;
+    source.update("a");
+    assigned = source;
+    assigned.update("bc");
+    EXPECT_EQ(assigned.finish_digest(), sha256_digest("abc"));
+    Sha256 moved = std::move(source);
+    moved.update("b");
+    EXPECT_EQ(moved.finish_digest(), sha256_digest("ab"));
+}
+
 TEST(Digest, Validation) {
     struct Case {
         std::string text;

@@ -68,6 +68,10 @@ TEST(RegistryRef, NamesMapToManifestUrls) {
 TEST(RegistryRef, BlobUrls) {
     const RegistryRef ref = registry_ref("127.0.0.1:5000/ns/model:tag");
     EXPECT_EQ(ref.blob_path(k_digest), "/v2/ns/model/blobs/" + k_digest);
+    EXPECT_EQ(ref.upload_path(), "/v2/ns/model/blobs/uploads/");
+    RegistryConfig config;
+    config.hf_endpoint = "https://mirror.example/hf";
+    EXPECT_EQ(registry_ref("hf.co/user/repo:Q4_0", config).upload_path(), "/hf/v2/user/repo/blobs/uploads/");
 }
 
 TEST(RegistryRef, HuggingFaceEndpointFromConfig) {
