@@ -132,3 +132,19 @@ describe('memory without a prompt cache', () => {
     }
   });
 });
+
+describe('the allocator set-up', () => {
+  test("glibc's thresholds set in the environment are left as they are (docs/memory.md's opt-out)", async () => {
+    const tunables = 'glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864';
+    const srv = await startServer({ models: [pairModel], env: { GLIBC_TUNABLES: tunables } });
+    try {
+      const { allocator } = await readMemory(srv.url);
+      // specd reports the threshold only where it set one itself.
+      if (allocator.name === 'glibc') assert.equal(allocator.mmap_threshold_bytes, undefined, JSON.stringify(allocator));
+      const r = await srv.client.generate({ model: 'pair', prompt: 'Hello', stream: false, options: { num_predict: 4 } });
+      assert.equal(r.eval_count, 4);
+    } finally {
+      await srv.stop();
+    }
+  });
+});
