@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { option as opt } from './options.mjs';
+import { shortenPaths as shorten } from './report.mjs';
 import { startLlamaServer, startSpecd } from './servers.mjs';
 
 const specdBin = opt('specd');
@@ -120,7 +121,7 @@ async function measurePair(pair, store) {
       const single = acc[i].single.map((x) => x.tps);
       const multi = acc[i].multi.map((x) => x.tps);
       return {
-        engine: e.label, command: e.server.commandLine + (e.server.threads ? `  -> threads ${JSON.stringify(e.server.threads)}` : ''),
+        engine: e.label, command: shorten(e.server.commandLine) + (e.server.threads ? `  -> threads ${JSON.stringify(e.server.threads)}` : ''),
         single_tps: median(single), single_range: range(single), single_runs: single,
         aggregate_tps: multi.length ? median(multi) : null, aggregate_range: multi.length ? range(multi) : null, aggregate_runs: multi,
         single_mean_k: meanK(acc[i].single), aggregate_mean_k: meanK(acc[i].multi),
@@ -172,7 +173,6 @@ async function main() {
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, 'concurrency.json'), JSON.stringify({ config, results }, null, 2) + '\n');
   const fmtRange = (r) => (r ? `${r[0].toFixed(1)}-${r[1].toFixed(1)}` : '');
-  const shorten = (line) => line.replace(/(^|[\s=])\/\S*\/([^/\s]+)/g, '$1$2');
   const md = [
     '# Concurrency: aggregate decode throughput',
     '',

@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { option as opt } from './options.mjs';
+import { shortenPaths } from './report.mjs';
 import { startLlamaServer, startSpecd } from './servers.mjs';
 
 const specdBin = opt('specd');
@@ -167,7 +168,7 @@ lines.push(`# Prompt cache: time to first token with a ${prefixTokens}-token sha
 lines.push(`Models: \`${pair}\` pair from bench/speculation.json's shape; num_ctx ${numCtx}; median of ${runs} runs. ` +
   `Machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}. Date: ${new Date().toISOString().slice(0, 10)}.`);
 lines.push('Reproduce: `scripts/bench.sh cache`.', '', 'Engines, exactly as started (model paths shortened to their file names):', '');
-for (const [label, line] of commands) lines.push(`- ${label}: \`${line.replace(/(^|[\s=])\/\S*\/([^/\s]+)/g, '$1$2')}\``);
+for (const [label, line] of commands) lines.push(`- ${label}: \`${shortenPaths(line)}\``);
 lines.push('');
 lines.push('| server | prompt tokens | cold (s) | live KV (s) | restored (s) | tokens evaluated when restored | cold / restored | cache bytes per token |');
 lines.push('|---|---|---|---|---|---|---|---|');

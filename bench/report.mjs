@@ -115,7 +115,8 @@ export function tables(spec, rows) {
 }
 
 // Absolute paths of this machine stay out of the reports: a model file by its name.
-const shortenPaths = (line) => line.replace(/(^|[\s=])\/\S*\/([^/\s]+)/g, '$1$2');
+// Paths of the machine that ran a benchmark down to their file names, for the reports.
+export const shortenPaths = (line) => line.replace(/(^|[\s=])\/\S*\/([^/\s]+)/g, '$1$2');
 
 function mdTable(lines) {
   return [`| ${lines[0].join(' | ')} |`, `|${'---|'.repeat(lines[0].length)}`,

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startSpecd, startLlamaServer, generate, residentMiB } from './servers.mjs';
 import { b64, png } from '../tests/e2e/images.mjs';
-import { summarise, tables, markdown, svg, write } from './report.mjs';
+import { summarise, tables, markdown, shortenPaths, svg, write } from './report.mjs';
 import { check } from './schema.mjs';
 
 function args() {
@@ -70,7 +70,7 @@ async function startServers(engines, opt, spec, pairName, storeDir) {
         : await startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
                                    draftNMin: engine.draft_n_min, threads: spec.threads ?? os.cpus().length,
                                    numCtx: spec.num_ctx });
-      commandLines.set(`${pairName} / ${engine.name}`, s.commandLine + (s.threads ? `  -> threads ${JSON.stringify(s.threads)}` : ''));
+      commandLines.set(`${pairName} / ${engine.name}`, shortenPaths(s.commandLine) + (s.threads ? `  -> threads ${JSON.stringify(s.threads)}` : ''));
       if (engine.server !== undefined) byServer.set(engine.server, s);
       servers.push(s);
     }
