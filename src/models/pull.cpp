@@ -16,10 +16,6 @@ struct Tampered : Error {
     explicit Tampered(const std::string & message) : Error(ErrorKind::internal, message) {}
 };
 
-std::string short_digest(const std::string & digest) { return digest.substr(7, 12); }
-
-PullProgress status_line(std::string status) { return {std::move(status), "", 0, 0}; }
-
 } // namespace
 
 struct Pull::Download {

@@ -33,11 +33,19 @@ struct PullProgress {
     uint64_t    completed = 0;
 };
 
+// The 12 hex digits after "sha256:" that name a blob in status lines ("pulling 2af3b81862c6").
+inline std::string short_digest(const std::string & digest) { return digest.substr(7, 12); }
+
+// A line about the whole model ("success").
+inline PullProgress status_line(std::string status) { return {std::move(status), "", 0, 0}; }
+
+// A pull's options, and a push's (push.h).
 struct PullOptions {
     RegistryConfig registry;
-    // Every status line; throwing from it cancels the pull (partial downloads are kept).
+    // Every status line; throwing from it cancels the transfer (a pull keeps its partial
+    // downloads).
     std::function<void(const PullProgress &)> progress;
-    // Download lines for one blob come at most this often (its first and last always).
+    // Transfer lines for one blob come at most this often (its first and last always).
     std::chrono::milliseconds progress_interval{100};
 };
 

@@ -11,10 +11,6 @@ namespace specd::models {
 
 namespace {
 
-std::string short_digest(const std::string & digest) { return digest.substr(7, 12); }
-
-PushProgress status_line(std::string status) { return {std::move(status), "", 0, 0}; }
-
 Error corrupt_blob(const std::string & digest, const std::string & why) {
     return Error(ErrorKind::internal, "blob " + digest + " in the model store is corrupt (" + why +
                                           "); nothing of it was pushed as complete. Pull or create the model again");

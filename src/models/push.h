@@ -30,13 +30,7 @@ namespace specd::models {
 // "pushing manifest", "success". The same fields as a pull's.
 using PushProgress = PullProgress;
 
-struct PushOptions {
-    RegistryConfig registry;
-    // Every status line; throwing from it cancels the push.
-    std::function<void(const PushProgress &)> progress;
-    // Upload lines for one blob come at most this often (its first and last always).
-    std::chrono::milliseconds progress_interval{100};
-};
+using PushOptions = PullOptions;
 
 class RegistryClient;
 
