@@ -86,10 +86,9 @@ common_chat_params ChatTemplate::apply(const common_chat_templates_inputs & in) 
 }
 
 common_chat_params ChatTemplate::apply_to(common_chat_templates_inputs & in, const std::vector<Message> & messages) const {
-    std::vector<Message>  shortened = messages;
-    const ContentStandIns stand_ins(shortened);
+    const ContentStandIns stand_ins(messages);
     if (!stand_ins.empty()) {
-        in.messages          = to_common(shortened);
+        in.messages          = to_common(stand_ins.messages());
         common_chat_params p = apply(in);
         if (auto prompt = stand_ins.restore(p.prompt)) {
             p.prompt = std::move(*prompt);

@@ -15,19 +15,27 @@ constexpr std::string_view k_marker = "\x1f\x1especd-stand-in-";
 
 } // namespace
 
-ContentStandIns::ContentStandIns(std::vector<Message> & messages) {
+ContentStandIns::ContentStandIns(const std::vector<Message> & messages) {
+    const auto long_content = [](const Message & m) { return m.role != "assistant" && m.content.size() >= k_min_bytes; };
+    if (std::none_of(messages.begin(), messages.end(), long_content)) return;
     for (const auto & m : messages) {
         if (m.content.find(k_marker) != std::string::npos) return;
     }
-    for (auto & m : messages) {
-        if (m.role == "assistant" || m.content.size() < k_min_bytes) continue;
+    shortened_.reserve(messages.size());
+    for (const auto & m : messages) {
+        if (!long_content(m)) {
+            shortened_.push_back(m);
+            continue;
+        }
         std::string stand_in = m.content.substr(0, k_kept_ends);
         stand_in += k_marker;
         stand_in += std::to_string(swaps_.size());
         stand_in += "\x1e\x1f";
         stand_in += m.content.substr(m.content.size() - k_kept_ends);
-        swaps_.emplace_back(stand_in, std::move(m.content));
-        m.content = swaps_.back().first;
+        Message shortened = m;
+        shortened.content = stand_in;
+        shortened_.push_back(std::move(shortened));
+        swaps_.emplace_back(std::move(stand_in), m.content);
     }
 }
 

@@ -21,17 +21,21 @@ class ContentStandIns {
     // Contents from this size up are stood in for; below it rendering costs little.
     static constexpr size_t k_min_bytes = 64 * 1024;
 
-    // Replaces the long contents of `messages` (not assistant turns, whose text templates
-    // search for reasoning tags) with stand-ins.
-    explicit ContentStandIns(std::vector<Message> & messages);
+    // Stands in for the long contents of `messages` (not assistant turns, whose text
+    // templates search for reasoning tags). Copies nothing when there are none.
+    explicit ContentStandIns(const std::vector<Message> & messages);
 
     bool empty() const { return swaps_.empty(); }
+
+    // The messages with their stand-ins; only when !empty().
+    const std::vector<Message> & messages() const { return shortened_; }
 
     // `rendered` with every stand-in back as its content; nullopt unless each stand-in
     // occurs exactly once.
     std::optional<std::string> restore(const std::string & rendered) const;
 
   private:
+    std::vector<Message>                             shortened_;
     std::vector<std::pair<std::string, std::string>> swaps_; // stand-in, content
 };
 

@@ -24,27 +24,24 @@ const std::string k_chatml = "{% for m in messages %}<|im_start|>{{ m.role }}\n{
 } // namespace
 
 TEST(ContentStandIns, ShortContentsAndAssistantTurnsAreLeftAlone) {
-    std::vector<Message> messages{{"user", "hi"}, {"assistant", long_text(100000)}};
-    const auto           copy = messages;
-    ContentStandIns      stand_ins(messages);
+    const std::vector<Message> messages{{"user", "hi"}, {"assistant", long_text(100000)}};
+    const ContentStandIns      stand_ins(messages);
     EXPECT_TRUE(stand_ins.empty());
-    EXPECT_EQ(messages[1].content, copy[1].content);
 }
 
 TEST(ContentStandIns, RestoreNeedsEachStandInExactlyOnce) {
     const std::string    content = long_text(100000);
-    std::vector<Message> messages{{"user", content}};
-    ContentStandIns      stand_ins(messages);
+    const ContentStandIns stand_ins({{"user", content}});
     ASSERT_FALSE(stand_ins.empty());
-    EXPECT_LT(messages[0].content.size(), 1000u);
-    EXPECT_EQ(stand_ins.restore("[" + messages[0].content + "]"), "[" + content + "]");
-    EXPECT_EQ(stand_ins.restore(messages[0].content + messages[0].content), std::nullopt);
+    const std::string & stand_in = stand_ins.messages()[0].content;
+    EXPECT_LT(stand_in.size(), 1000u);
+    EXPECT_EQ(stand_ins.restore("[" + stand_in + "]"), "[" + content + "]");
+    EXPECT_EQ(stand_ins.restore(stand_in + stand_in), std::nullopt);
     EXPECT_EQ(stand_ins.restore("nothing"), std::nullopt);
 }
 
 TEST(ContentStandIns, AContentHoldingTheMarkerDisablesThem) {
-    std::vector<Message> messages{{"user", long_text(100000)}, {"user", "\x1f\x1especd-stand-in-0"}};
-    ContentStandIns      stand_ins(messages);
+    const ContentStandIns stand_ins({{"user", long_text(100000)}, {"user", "\x1f\x1especd-stand-in-0"}});
     EXPECT_TRUE(stand_ins.empty());
 }
 
