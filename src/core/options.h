@@ -25,8 +25,9 @@ struct SamplingOptions {
 struct ContextOptions {
     int32_t num_ctx    = 4096;
     int32_t num_batch  = 512;
-    int32_t num_thread = 0; // 0: one per core
-    bool    use_mmap   = true;
+    int32_t num_thread = 0; // 0: measured at load
+    // Unset: the engine decides (engine::maps_weights); set: the request's use_mmap.
+    std::optional<bool> use_mmap;
 
     bool operator==(const ContextOptions &) const = default;
 };

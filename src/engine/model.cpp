@@ -20,6 +20,8 @@ uint64_t available_memory_bytes() {
     return 0;
 }
 
+bool maps_weights(std::optional<bool> requested) { return requested.value_or(false); }
+
 std::shared_ptr<Model> Model::load(const std::filesystem::path & path, const ModelLoadOptions & opts) {
     ensure_backend();
     const std::string shown = path.filename().string();

@@ -18,8 +18,14 @@ namespace specd::engine {
 
 class TextCutter;
 
+// Whether a model's weights are mapped from their file rather than read into memory, for a
+// request that may or may not say (option use_mmap). Ollama's rule: weights the CPU computes
+// with are read into memory, because the CPU decodes faster from them (docs/engine.md has
+// the numbers). Every model runs on the CPU today.
+bool maps_weights(std::optional<bool> requested);
+
 struct ModelLoadOptions {
-    bool use_mmap = true;
+    bool use_mmap = false; // maps_weights(std::nullopt)
     // LoRA adapter GGUFs (the manifest's adapter layers), applied at scale 1 to every context
     // created for this model (context_factory).
     std::vector<std::filesystem::path> adapters;

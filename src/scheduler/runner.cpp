@@ -211,7 +211,7 @@ void Runner::loop() {
 }
 
 bool Runner::has_model(const GenerateRequest & req, const ContextOptions & context) const {
-    return model_ && loaded_digest_ == req.model.digest && model_->load_options().use_mmap == context.use_mmap;
+    return model_ && loaded_digest_ == req.model.digest && model_->load_options().use_mmap == engine::maps_weights(context.use_mmap);
 }
 
 bool Runner::needs_load(const GenerateRequest & req, const ContextOptions & context) const {
@@ -220,7 +220,7 @@ bool Runner::needs_load(const GenerateRequest & req, const ContextOptions & cont
 
 void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done) {
     if (!needs_load(req, context)) return;
-    const engine::ModelLoadOptions load_opts{context.use_mmap, req.model.adapters};
+    const engine::ModelLoadOptions load_opts{engine::maps_weights(context.use_mmap), req.model.adapters};
     const bool same_model = has_model(req, context);
 
     const int64_t t0 = now_ns();
@@ -389,6 +389,9 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
     // A context sized for the largest image seen on this model so far (see below).
     ContextOptions context = req.context;
     context.num_batch      = std::max(context.num_batch, min_batch_);
+    // Resolved here, so that a request that leaves use_mmap unset and one that names the
+    // default share a session.
+    context.use_mmap       = engine::maps_weights(context.use_mmap);
     // Another context means another session: it waits until the running ones have ended.
     if (!active_.empty() && (needs_load(req, context) || !session_->can_start())) return false;
 
