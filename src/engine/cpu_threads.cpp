@@ -34,12 +34,13 @@ double median(std::vector<double> v) {
 }
 
 // Median seconds of one decode of `n_tokens` at `n_threads`, or nullopt when a decode failed.
+// `steps` > 0: exactly that many timed steps, no warm-up (the pool is warm already).
 std::optional<double> time_decode(llama_context * ctx, ThreadPools & pools, Batch & batch, int32_t n_threads,
-                                  int32_t n_tokens, KvSequence & seq, llama_token filler) {
+                                  int32_t n_tokens, KvSequence & seq, llama_token filler, int steps = 0) {
     pools.attach(ctx, n_threads, n_threads);
     std::vector<double> samples;
-    int                 reps = 1; // the warm-up step decides how many follow
-    for (int r = 0; r <= reps; ++r) {
+    int                 reps = steps > 0 ? steps : 1; // else the warm-up step decides how many follow
+    for (int r = steps > 0 ? 1 : 0; r <= reps; ++r) {
         batch.clear();
         for (int32_t i = 0; i < n_tokens; ++i) batch.add(filler, seq.next_pos() + i, seq.id(), i + 1 == n_tokens);
         const auto    t0 = std::chrono::steady_clock::now();
@@ -66,6 +67,33 @@ std::optional<std::vector<ThreadTiming>> time_counts(llama_context * ctx, Thread
         if (!worth_going_on(out)) break;
     }
     return out;
+}
+
+// Times the fastest count and the runner-up once more, one step of each in turn, and
+// replaces their timings with these: a burst of noise (another process, a virtual CPU the host
+// took away for a while) then falls on both instead of on whichever was being timed, which
+// could make a count that is twice as fast look ten times slower. At least one step each;
+// more as the budget allows.
+bool confirm_in_turn(llama_context * ctx, ThreadPools & pools, Batch & batch, std::vector<ThreadTiming> & timings,
+                     int32_t n_tokens, KvSequence & seq, llama_token filler) {
+    if (timings.size() < 2) return true;
+    std::vector<size_t> order(timings.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return timings[a].step_s < timings[b].step_s; });
+    ThreadTiming & first  = timings[order[0]];
+    ThreadTiming & second = timings[order[1]];
+    const int      reps   = std::clamp(int(k_budget_s / std::max(first.step_s + second.step_s, 1e-6)), 1, k_reps_max);
+    std::vector<double> a, b;
+    for (int r = 0; r < reps; ++r) {
+        for (ThreadTiming * t : {&first, &second}) {
+            const auto dt = time_decode(ctx, pools, batch, t->n_threads, n_tokens, seq, filler, 1);
+            if (!dt) return false;
+            (t == &first ? a : b).push_back(*dt);
+        }
+    }
+    first.step_s  = median(std::move(a));
+    second.step_s = median(std::move(b));
+    return true;
 }
 
 std::string timings_text(const std::vector<ThreadTiming> & timings) {
@@ -112,7 +140,11 @@ std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools &
         pools.attach(ctx, prev_threads, prev_batch);
         return std::nullopt;
     }
-    choice.decode    = std::move(*decode);
+    choice.decode = std::move(*decode);
+    if (!confirm_in_turn(ctx, pools, batch, choice.decode, 1, seq, filler)) {
+        pools.attach(ctx, prev_threads, prev_batch);
+        return std::nullopt;
+    }
     choice.n_threads = fastest_threads(choice.decode);
     double best_step = choice.decode.front().step_s;
     for (const ThreadTiming & t : choice.decode) best_step = std::min(best_step, t.step_s);
@@ -127,7 +159,7 @@ std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools &
             if (t.step_s <= 2.0 * best_step) near.push_back(t.n_threads);
         }
         auto timed = time_counts(ctx, pools, batch, near, k_batch_tokens, seq, filler);
-        if (timed) {
+        if (timed && confirm_in_turn(ctx, pools, batch, *timed, k_batch_tokens, seq, filler)) {
             choice.batch           = std::move(*timed);
             choice.n_threads_batch = fastest_threads(choice.batch);
         }
