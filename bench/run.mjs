@@ -3,10 +3,14 @@
 // tables and writes markdown + SVG + JSON.
 //   node bench/run.mjs bench/speculation.json --specd build/bin/specd --llama-server PATH
 //        --models DIR --out DIR [--cells NAME,NAME] [--runs N] [--num-predict N]
-// --cells, --runs and --num-predict override the file, for smoke runs.
+// --cells, --runs and --num-predict override the file, for smoke runs. --keep EARLIER.json
+// takes the cells this run does not measure from an earlier run's results (with their command
+// lines and that run's date and command), so one report covers every cell after some cells
+// were measured again.
 //
 // A cell names its engine set ("engines": "plain"); a set lists its engines and the ratios
-// its table shows. Engines with the same "server" share one process (otherwise each engine
+// its table shows. An engine's "options" go into every specd request's options; a
+// llama-server engine's "args" are added to its command line (both shown in the report). Engines with the same "server" share one process (otherwise each engine
 // has its own). A cell with "format" (a key of "schemas") sends that schema to every engine
 // of its set that is not "constrained": false, and each such answer is checked against it.
 // A cell with "images" ([[width, height], ...]) sends that many generated PNGs (different
@@ -34,6 +38,7 @@ function args() {
 function load(opt) {
   const spec = JSON.parse(fs.readFileSync(opt.spec, 'utf8'));
   if (opt.runs) spec.runs = Number(opt.runs);
+  spec.allCells = spec.cells;
   if (opt.cells) {
     const want = opt.cells.split(',');
     for (const n of want) if (!spec.cells.some((c) => c.name === n)) throw new Error(`no cell "${n}"`);
@@ -69,8 +74,10 @@ async function startServers(engines, opt, spec, pairName, storeDir) {
                              mmproj: spec.projector ? path.resolve(opt.models, 'mmproj.gguf') : undefined })
         : await startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
                                    draftNMin: engine.draft_n_min, threads: spec.threads ?? os.cpus().length,
-                                   numCtx: spec.num_ctx });
-      commandLines.set(`${pairName} / ${engine.name}`, shortenPaths(s.commandLine) + (s.threads ? `  -> threads ${JSON.stringify(s.threads)}` : ''));
+                                   numCtx: spec.num_ctx, extraArgs: engine.args ?? [] });
+      commandLines.set(`${pairName} / ${engine.name}`, shortenPaths(s.commandLine) +
+        (engine.options ? `  (request options ${JSON.stringify(engine.options)})` : '') +
+        (s.threads ? `  -> threads ${JSON.stringify(s.threads)}` : ''));
       if (engine.server !== undefined) byServer.set(engine.server, s);
       servers.push(s);
     }
@@ -97,7 +104,8 @@ async function runCell(spec, cell, engines, servers) {
   // image already in its KV would not be evaluated again.
   const images = (run, e) => cell.images?.map(([w, h], k) => b64(png(w, h, (run * engines.length + engines.indexOf(e)) * 16 + k)));
   const request = (e, run) => ({ prompt: cell.prompt.replaceAll('{run}', String(run)), numPredict: cell.num_predict,
-                                 draft: e.draft, schema: constrained(e) ? schema : undefined, images: images(run, e) });
+                                 draft: e.draft, schema: constrained(e) ? schema : undefined, images: images(run, e),
+                                 options: e.options });
   const acc = engines.map(() => ({ tps: [], tokens: [], sums: {}, answers: [], text: null, prompt_tps: [], encode_ms: [],
                                    image_tokens: [] }));
   for (let i = 0; i < servers.length; ++i) await generate(servers[i], request(engines[i], 0)); // warm-up
@@ -169,13 +177,30 @@ async function main() {
   } finally {
     fs.rmSync(storeDir, { recursive: true, force: true });
   }
+  let earlier = null;
+  let keptCells = new Set();
+  if (opt.keep) {
+    earlier = JSON.parse(fs.readFileSync(opt.keep, 'utf8'));
+    const ran = new Set(spec.cells.map((c) => c.name));
+    const kept = earlier.results.filter((r) => !ran.has(r.cell) && spec.allCells.some((c) => c.name === r.cell));
+    results.push(...kept);
+    keptCells = new Set(kept.map((r) => r.cell));
+    spec.cells = spec.allCells.filter((c) => ran.has(c.name) || keptCells.has(c.name));
+    for (const [k, v] of Object.entries(earlier.meta.engines)) {
+      const [pairName, engineName] = k.split(' / ');
+      const used = spec.cells.some((c) => keptCells.has(c.name) && c.pair === pairName &&
+                                         spec.engine_sets[c.engines].engines.some((e) => e.name === engineName));
+      if (used && !commandLines.has(k)) commandLines.set(k, v);
+    }
+  }
   const rows = summarise(spec, results);
   console.log(tables(spec, rows));
   fs.mkdirSync(opt.out, { recursive: true });
   const extra = ['cells', 'runs', 'num-predict'].filter((k) => opt[k]).map((k) => ` --${k} ${opt[k]}`).join('');
+  let command = `scripts/bench.sh${extra || path.basename(opt.spec) !== 'speculation.json' ? ` ${opt.spec}${extra}` : ''}`;
+  if (earlier) command += ` --keep ${path.basename(opt.keep)}; ${[...keptCells].join(', ')} measured ${earlier.meta.date} by "${earlier.meta.command}"`;
   const meta = { machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}`, date: new Date().toISOString().slice(0, 10),
-                 command: `scripts/bench.sh${extra || path.basename(opt.spec) !== 'speculation.json' ? ` ${opt.spec}${extra}` : ''}`,
-                 engines: Object.fromEntries(commandLines) };
+                 command, engines: Object.fromEntries(commandLines) };
   write(path.join(opt.out, `${spec.name}.md`), markdown(spec, rows, meta));
   write(path.join(opt.out, `${spec.name}.svg`), svg(spec, rows));
   write(path.join(opt.out, `${spec.name}.json`), JSON.stringify({ meta, results, rows }, null, 2));

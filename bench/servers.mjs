@@ -106,10 +106,10 @@ export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMi
 // counters. `schema`, when set, constrains the answer: specd's `format`, llama-server's
 // `json_schema`; an answer then ends when its JSON is complete, so it may be shorter than
 // numPredict.
-export async function generate(server, { prompt, numPredict, draft, schema, images }) {
+export async function generate(server, { prompt, numPredict, draft, schema, images, options: extra = {} }) {
   const t0 = performance.now();
   if (server.kind === 'specd') {
-    const options = { temperature: 0, num_predict: numPredict, seed: 1 };
+    const options = { temperature: 0, num_predict: numPredict, seed: 1, ...extra };
     if (!draft) options.draft_num_predict = 0;
     const body = { model: server.name, prompt, raw: true, stream: false, options };
     if (schema) body.format = schema;
