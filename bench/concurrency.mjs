@@ -103,7 +103,7 @@ async function startEngines(pair, store) {
     engines.push({ label: 'specd spec-on, --parallel 1', server: solo, spec: true, singleOnly: true });
     for (const k of [0, 3, 8]) {
       const ls = await start(startLlamaServer({ bin: llamaBin, target, draft, draftNMax: k, threads, numCtx: numCtx * streams,
-        extraArgs: ['-np', String(streams), '--cache-ram', '0'] }));
+        parallel: streams, extraArgs: ['--cache-ram', '0'] }));
       engines.push({ label: k ? `llama-server k=${k}` : 'llama-server no-draft', server: ls, spec: k > 0 });
     }
   } catch (e) {
@@ -191,6 +191,8 @@ async function main() {
       `${pairs.join(', ')} of bench/speculation.json. Machine: ${config.machine}. Date: ${config.date}.`,
     'Tokens/s are wall-clock: all tokens / time from the first request to the last answer; medians of ' +
       `${runs} interleaved runs after a warm-up, [slowest-fastest run].`,
+    'Both engines run with their prompt caches off (specd `SPECD_PROMPT_CACHE=0`, llama-server `--cache-ram 0`): ' +
+      "a run's single stream and the first of its concurrent streams send the same prompt, which a cache would not evaluate twice.",
   ];
   if (shortWaves.length > 0) {
     md.push('', `Waves in which an answer ended at its end-of-generation token before ${numPredict} tokens (their ` +

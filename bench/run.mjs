@@ -10,8 +10,8 @@
 //
 // A cell names its engine set ("engines": "plain"); a set lists its engines and the ratios
 // its table shows. An engine's "options" go into every specd request's options; a
-// llama-server engine's "args" are added to its command line (both shown in the report). Engines with the same "server" share one process (otherwise each engine
-// has its own). A cell with "format" (a key of "schemas") sends that schema to every engine
+// llama-server engine's "args" are added to its command line (both shown in the report).
+// Engines with the same "server" share one process (otherwise each engine has its own). A cell with "format" (a key of "schemas") sends that schema to every engine
 // of its set that is not "constrained": false, and each such answer is checked against it.
 // A cell with "images" ([[width, height], ...]) sends that many generated PNGs (different
 // pixels every run) to specd engines, whose model then has the file's "projector"; its table
