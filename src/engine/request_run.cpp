@@ -83,7 +83,7 @@ bool RequestRun::add_prefill(int32_t room) {
     return added > 0;
 }
 
-bool RequestRun::add_round() {
+bool RequestRun::open_round(int32_t room) {
     const int32_t n_ctx = int32_t(env_.n_ctx);
     KvSequence &  kv    = slot.kv;
     if (static_cast<int32_t>(kv.size()) + 1 > n_ctx) {
@@ -94,26 +94,34 @@ bool RequestRun::add_round() {
         }
         kv.shift(size_t(n_keep_), (kv.size() - size_t(n_keep_)) / 2);
     }
-    // 1-2. Plan and draft, within the context, num_predict and the batch's room.
-    Batch &   batch  = env_.batch;
-    const int room   = n_ctx - static_cast<int>(kv.size()) - 1;
-    const int budget = std::min({room, out_.remaining() - 1, batch.capacity() - batch.size() - 1});
-    plan_ = plan_round({.grammar     = sampler_.constraint(),
-                        .last        = last_,
-                        .history     = kv.tokens(),
-                        .budget      = budget,
-                        .seed        = choice_.seed,
-                        .first_index = next_index_},
-                       depth_, slot.drafters, env_.speller, cancel);
+    // 1-2. Plan, within the context, num_predict and the batch's room.
+    const int ctx_room = n_ctx - static_cast<int>(kv.size()) - 1;
+    const int budget   = std::min({ctx_room, out_.remaining() - 1, room - 1});
+    plan_ = engine::open_round({.grammar     = sampler_.constraint(),
+                                .last        = last_,
+                                .history     = kv.tokens(),
+                                .budget      = budget,
+                                .seed        = choice_.seed,
+                                .first_index = next_index_},
+                               depth_, slot.ngram, env_.speller);
+    return true;
+}
 
+std::optional<spec::DraftRequest> RequestRun::draft_request() const {
+    return slot.draft ? plan_.model_request() : std::nullopt;
+}
+
+void RequestRun::add_round(spec::Proposal drafted, int64_t draft_ns) {
+    close_round(plan_, std::move(drafted), draft_ns, cancel);
     // 3. The last token plus the forced tokens and drafts, logits for all:
     // (1 + n_forced + n_drafted) positions from the sequence's next one.
-    const llama_pos pos0 = kv.next_pos();
-    logits_idx_          = batch.add(last_, pos0, kv.id(), true);
+    Batch &         batch = env_.batch;
+    KvSequence &    kv    = slot.kv;
+    const llama_pos pos0  = kv.next_pos();
+    logits_idx_           = batch.add(last_, pos0, kv.id(), true);
     for (size_t i = 0; i < plan_.tokens.size(); ++i) {
         batch.add(plan_.tokens[i], pos0 + 1 + static_cast<llama_pos>(i), kv.id(), true);
     }
-    return true;
 }
 
 void RequestRun::after_decode(int64_t decode_ns, int batch_runs) {

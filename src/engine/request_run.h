@@ -19,6 +19,7 @@
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace specd::engine {
@@ -67,9 +68,16 @@ class RequestRun {
     // Adds up to `room` prompt tokens to the batch (images are evaluated on their own, right
     // away); true when it added any.
     bool add_prefill(int32_t room);
-    // Plans this round and adds the last token, forced tokens and drafts to the batch; false
-    // when the answer ended before the round (the context is full and cannot shift).
-    bool add_round();
+    // Opens this round (forced text, depth, prompt lookup's drafts) within `room` positions
+    // of the step's batch; false when the answer ended before the round (the context is full
+    // and cannot shift). Then the positions it may add, at most.
+    bool open_round(int32_t room);
+    int32_t round_positions() const { return 1 + static_cast<int32_t>(plan_.tokens.size()) + std::max(plan_.k, 0); }
+    // What the open round asks of the draft model (the session asks for every run's at once).
+    std::optional<spec::DraftRequest> draft_request() const;
+    // Closes the round with the draft model's answer (empty: none asked) and its share of the
+    // draft time, and adds the last token, forced tokens and drafts to the batch.
+    void add_round(spec::Proposal drafted, int64_t draft_ns);
     // Reads this run's logits after the step's decode (`decode_ns` long, shared by
     // `batch_runs` requests).
     void after_decode(int64_t decode_ns, int batch_runs);

@@ -27,63 +27,82 @@ void find_forced(const grammar::Constraint & state, llama_token prev, int max_to
     plan.tokens.resize(state.legal_prefix(plan.tokens));
 }
 
+// What the round's drafts continue, under the grammar's state after the forced text.
+spec::DraftRequest request_of(const RoundPlan & plan) {
+    return {.history     = plan.draft_history,
+            .k           = plan.k,
+            .constraint  = plan.after_forced ? &*plan.after_forced : plan.request_grammar,
+            .seed        = plan.seed,
+            .first_index = plan.first_index};
+}
+
 } // namespace
 
-RoundPlan plan_round(const RoundInputs & in, spec::DepthController & depth, spec::Drafter & drafters,
-                     const ForcedSpeller & speller, const std::atomic<bool> & cancel) {
+RoundPlan open_round(const RoundInputs & in, spec::DepthController & depth, spec::Drafter & lookup,
+                     const ForcedSpeller & speller) {
     RoundPlan     plan;
     const int64_t t0 = now_ns();
-    std::optional<grammar::Constraint> after_forced;
-    const grammar::Constraint *        state = in.grammar;
+    plan.request_grammar = in.grammar;
+    plan.seed            = in.seed;
 
     // 1. Forced text, as much as is worth verifying.
-    if (state && in.budget > 0 && depth.wants_forced()) {
-        find_forced(*state, in.last, std::min(in.budget, k_forced_max), speller, plan);
+    if (in.grammar && in.budget > 0 && depth.wants_forced()) {
+        find_forced(*in.grammar, in.last, std::min(in.budget, k_forced_max), speller, plan);
         plan.tokens.resize(size_t(depth.plan_forced(static_cast<int>(plan.tokens.size()))));
         plan.n_forced = static_cast<int>(plan.tokens.size());
         for (llama_token t : plan.tokens) plan.dists.push_back(spec::TokenDist::point(t));
         if (plan.n_forced > 0) {
-            after_forced.emplace(state->clone());
-            for (llama_token t : plan.tokens) after_forced->accept(t);
-            state = &*after_forced;
+            plan.after_forced.emplace(in.grammar->clone());
+            for (llama_token t : plan.tokens) plan.after_forced->accept(t);
         }
         plan.grammar.grammar_ns += now_ns() - t0;
     }
 
-    // 2. Drafts behind it, under the grammar's state after the forced text.
-    plan.k      = std::min(depth.plan(plan.n_forced), in.budget - plan.n_forced);
-    const int k = plan.k;
-    if (k > 0) {
-        std::vector<llama_token> history(in.history.begin(), in.history.end());
-        history.push_back(in.last);
-        history.insert(history.end(), plan.tokens.begin(), plan.tokens.end());
-        spec::Proposal proposal = drafters.propose({.history     = history,
-                                                    .k           = k,
-                                                    .constraint  = state,
-                                                    .seed        = in.seed,
-                                                    .first_index = in.first_index + plan.n_forced});
-        if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
-        const int64_t tg0 = now_ns();
-        // Prompt lookup copies what followed a match in the history, image positions
-        // included: those are no tokens to propose.
-        const auto image_at = std::find_if(proposal.tokens.begin(), proposal.tokens.end(), is_image_token);
-        proposal.tokens.erase(image_at, proposal.tokens.end());
-        proposal.dists.resize(proposal.tokens.size());
-        // Under a grammar a draft is cut at its first illegal token: verifying it would only
-        // cost positions the target is sure to reject.
-        const size_t legal = state ? state->legal_prefix(proposal.tokens) : proposal.tokens.size();
-        if (state) plan.grammar.grammar_ns += now_ns() - tg0;
-        if (legal < proposal.tokens.size()) {
-            if (legal == 0) ++plan.grammar.no_legal_draft;
-            else ++plan.grammar.truncated_rounds;
-            plan.grammar.truncated_tokens += static_cast<int64_t>(proposal.tokens.size() - legal);
-        }
-        plan.tokens.insert(plan.tokens.end(), proposal.tokens.begin(), proposal.tokens.begin() + legal);
-        plan.dists.insert(plan.dists.end(), std::make_move_iterator(proposal.dists.begin()),
-                          std::make_move_iterator(proposal.dists.begin() + legal));
+    // 2. The depth of the drafts behind it; prompt lookup tries first.
+    plan.k           = std::min(depth.plan(plan.n_forced), in.budget - plan.n_forced);
+    plan.first_index = in.first_index + plan.n_forced;
+    if (plan.k > 0) {
+        plan.draft_history.assign(in.history.begin(), in.history.end());
+        plan.draft_history.push_back(in.last);
+        plan.draft_history.insert(plan.draft_history.end(), plan.tokens.begin(), plan.tokens.end());
+        plan.lookup = lookup.propose(request_of(plan));
     }
     plan.draft_ns = now_ns() - t0;
     return plan;
+}
+
+std::optional<spec::DraftRequest> RoundPlan::model_request() const {
+    if (k <= 0 || !lookup.empty()) return std::nullopt;
+    return request_of(*this);
+}
+
+void close_round(RoundPlan & plan, spec::Proposal model, int64_t model_ns, const std::atomic<bool> & cancel) {
+    if (cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
+    const int64_t  tg0      = now_ns();
+    spec::Proposal proposal = plan.lookup.empty() ? std::move(model) : std::move(plan.lookup);
+    // Prompt lookup copies what followed a match in the history, image positions included:
+    // those are no tokens to propose.
+    const auto image_at = std::find_if(proposal.tokens.begin(), proposal.tokens.end(), is_image_token);
+    proposal.tokens.erase(image_at, proposal.tokens.end());
+    proposal.dists.resize(proposal.tokens.size());
+    // Under a grammar a draft is cut at its first illegal token: verifying it would only cost
+    // positions the target is sure to reject.
+    const grammar::Constraint * state = plan.after_forced ? &*plan.after_forced : plan.request_grammar;
+    const size_t legal = state ? state->legal_prefix(proposal.tokens) : proposal.tokens.size();
+    if (state) plan.grammar.grammar_ns += now_ns() - tg0;
+    if (legal < proposal.tokens.size()) {
+        if (legal == 0) ++plan.grammar.no_legal_draft;
+        else ++plan.grammar.truncated_rounds;
+        plan.grammar.truncated_tokens += static_cast<int64_t>(proposal.tokens.size() - legal);
+    }
+    plan.tokens.insert(plan.tokens.end(), proposal.tokens.begin(), proposal.tokens.begin() + legal);
+    plan.dists.insert(plan.dists.end(), std::make_move_iterator(proposal.dists.begin()),
+                      std::make_move_iterator(proposal.dists.begin() + legal));
+    plan.draft_ns += model_ns + (now_ns() - tg0);
+    // Nothing below reads them: the draft history can be long.
+    plan.draft_history = {};
+    plan.after_forced.reset();
+    plan.lookup = {};
 }
 
 RoundOutcome verify_round(const RoundPlan & plan, llama_token last, int32_t idx0, spec::seq_index first_index,

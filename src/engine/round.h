@@ -1,8 +1,10 @@
 #pragma once
 // One decode round of one request, as plain data between named steps (DESIGN.md, "One
 // decode round"):
-//   plan_round    -> RoundPlan     forced text the grammar fixes, then drafts, cut at the
-//                                  grammar's first illegal token
+//   open_round    -> RoundPlan     forced text the grammar fixes, the draft depth, and
+//                                  prompt lookup's drafts
+//   (the session asks the draft model for every open round's drafts together)
+//   close_round                    the drafts cut at the grammar's first illegal token
 //   (the session's batch decodes `last` plus the plan's tokens, logits for all)
 //   verify_round  -> RoundOutcome  position by position under the request's sampler: the
 //                                  accepted prefix and the token that follows it
@@ -19,6 +21,7 @@
 #include "spec/seeded_draw.h"
 
 #include <atomic>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,7 +42,20 @@ struct RoundPlan {
     GrammarDraftStats            grammar;      // this round's cuts and grammar time
     int64_t                      draft_ns = 0; // planning and drafting, wall time
 
+    // Between open_round and close_round: what the drafts continue (the history, `last` and
+    // the forced tokens), the grammar's state after the forced text (when it differs from
+    // the request's), and prompt lookup's drafts.
+    std::vector<llama_token>           draft_history;
+    std::optional<grammar::Constraint> after_forced;
+    const grammar::Constraint *        request_grammar = nullptr;
+    spec::Proposal                     lookup;
+    uint64_t                           seed        = 0;
+    spec::seq_index                    first_index = 0;
+
     int n_drafted() const { return static_cast<int>(tokens.size()) - n_forced; }
+    // What a draft model is asked for: set when the round drafts and prompt lookup found
+    // nothing. Valid while this plan is neither moved nor closed.
+    std::optional<spec::DraftRequest> model_request() const;
 };
 
 // How a request chooses each token: the argmax at temperature 0, otherwise the seeded draw at
@@ -74,12 +90,17 @@ struct RoundInputs {
     spec::seq_index              first_index = 0;   // the sequence index of the token after `last`
 };
 
-// Plans the round: the text the grammar forces from here (free: no model ran to find it), as
-// much of it as `depth` finds worth verifying, then up to `depth.plan()` drafts from
-// `drafters` under the grammar's state after that text, cut at the first illegal token.
-// Throws specd::Error(cancelled) when `cancel` is set while drafting.
-RoundPlan plan_round(const RoundInputs & in, spec::DepthController & depth, spec::Drafter & drafters,
-                     const ForcedSpeller & speller, const std::atomic<bool> & cancel);
+// Opens the round: the text the grammar forces from here (free: no model ran to find it), as
+// much of it as `depth` finds worth verifying, and the depth `depth.plan()` of the drafts
+// behind it, tried first with `lookup` (prompt lookup: free). When that finds nothing, the
+// plan's model_request() says what to ask a draft model for.
+RoundPlan open_round(const RoundInputs & in, spec::DepthController & depth, spec::Drafter & lookup,
+                     const ForcedSpeller & speller);
+
+// Closes the round with the draft model's proposal (empty: none; prompt lookup's drafts are
+// used when it found any) cut at the grammar's first illegal token; `model_ns` is this
+// round's share of the draft model's time. Throws specd::Error(cancelled) when `cancel` is set.
+void close_round(RoundPlan & plan, spec::Proposal model, int64_t model_ns, const std::atomic<bool> & cancel);
 
 // Verifies `plan` against the target's distributions at batch indices idx0 (for `last`)
 // .. idx0 + plan.tokens.size() of `ctx`, the first of them choosing the token at sequence

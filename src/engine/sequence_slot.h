@@ -1,9 +1,8 @@
 #pragma once
-// One of a session's sequences and what drafts for it: its KV sequence, the draft model's
-// context (when the session has a draft model) and prompt lookup.
+// One of a session's sequences and what drafts for it: its KV sequence, its sequence of the
+// draft model (when the session has a draft model) and prompt lookup.
 #include "engine/draft_model.h"
 #include "engine/kv_sequence.h"
-#include "spec/drafter.h"
 #include "spec/ngram_drafter.h"
 
 #include <cstdint>
@@ -18,8 +17,7 @@ struct SequenceSlot {
 
     KvSequence                  kv;
     std::unique_ptr<DraftModel> draft;
-    spec::NgramDrafter          ngram;
-    spec::FirstOfDrafters       drafters; // prompt lookup first (free), then the draft model
+    spec::NgramDrafter          ngram; // prompt lookup: asked first (free), then the draft model
     uint64_t                    last_used = 0;
     bool                        busy      = false;
 };

@@ -96,15 +96,13 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     CreatedContext created = create_context(*model_, cp, "cannot create a context of " + std::to_string(cp.n_ctx) + " tokens");
     ctx_           = std::move(created.ctx);
     memory_.target = created.bytes;
+    if (draft_model_) {
+        draft_ctx_    = std::make_shared<DraftContext>(draft_model_, *model_, n_ctx_, n_seq, batch_.capacity());
+        memory_.draft = draft_ctx_->memory();
+    }
     for (int i = 0; i < n_seq; ++i) {
         auto slot = std::make_unique<SequenceSlot>(KvSequence(ctx_.get(), i));
-        if (draft_model_) {
-            slot->draft = std::make_unique<DraftModel>(draft_model_, *model_, n_ctx_, batch_.capacity());
-            memory_.draft.kv += slot->draft->memory().kv;
-            memory_.draft.compute += slot->draft->memory().compute;
-        }
-        slot->drafters.add(&slot->ngram);
-        if (slot->draft) slot->drafters.add(slot->draft.get());
+        if (draft_ctx_) slot->draft = std::make_unique<DraftModel>(draft_ctx_, i);
         slots_.push_back(std::move(slot));
     }
     env_.emplace(RunEnv{.ctx       = ctx_.get(),
@@ -157,7 +155,7 @@ void Session::choose_threads() {
         draft_threads_.n_threads       = std::min(draft_threads_.n_threads, user);
         draft_threads_.n_threads_batch = std::min(draft_threads_.n_threads_batch, user);
     }
-    for (auto & slot : slots_) slot->draft->use_threads(pools_, draft_threads_);
+    draft_ctx_->use_threads(pools_, draft_threads_);
 }
 
 // The target's one-token steps have drifted from what was measured: time the counts again,
@@ -293,9 +291,48 @@ std::vector<SeqFinished> Session::step() {
     // left: small ones while streams are running, so that those keep flowing.
     batch_.clear();
     std::vector<RequestRun *> in_batch;
+    std::vector<RequestRun *> rounds;
+    int32_t                   room = batch_.capacity();
     for (auto & r : runs_) {
         if (r->ended() || r->prefilling()) continue;
-        if (guarded(*r, [&] { return r->add_round(); })) in_batch.push_back(r.get());
+        if (guarded(*r, [&] { return r->open_round(room); })) {
+            rounds.push_back(r.get());
+            room -= r->round_positions();
+        }
+    }
+    // The draft model drafts for every round that asks it, all together (draft_context.h);
+    // each round's share of the time is its share of the drafted tokens.
+    std::vector<DraftJob>     jobs;
+    std::vector<RequestRun *> job_runs;
+    for (RequestRun * r : rounds) {
+        if (auto req = r->draft_request()) {
+            jobs.push_back({.draft = r->slot.draft.get(), .req = *req});
+            job_runs.push_back(r);
+        }
+    }
+    int64_t draft_ns = 0;
+    if (!jobs.empty()) {
+        const int64_t t0 = now_ns();
+        DraftModel::propose_together(jobs);
+        draft_ns = now_ns() - t0;
+    }
+    size_t drafted = 0;
+    for (const DraftJob & j : jobs) drafted += j.out.tokens.size();
+    for (RequestRun * r : rounds) {
+        spec::Proposal proposal;
+        int64_t        share = 0;
+        if (auto it = std::find(job_runs.begin(), job_runs.end(), r); it != job_runs.end()) {
+            DraftJob & job = jobs[size_t(it - job_runs.begin())];
+            share = drafted > 0 ? int64_t(double(draft_ns) * double(job.out.tokens.size()) / double(drafted))
+                                : draft_ns / int64_t(jobs.size());
+            proposal = std::move(job.out);
+        }
+        if (guarded(*r, [&] {
+                r->add_round(std::move(proposal), share);
+                return true;
+            })) {
+            in_batch.push_back(r);
+        }
     }
     const bool streaming = !in_batch.empty();
     for (auto & r : runs_) {

@@ -1,6 +1,6 @@
 #pragma once
-// One llama context on a loaded model with N sequences (plus, optionally, a draft model
-// context per sequence) and the decode steps that run on it. Each sequence remembers the
+// One llama context on a loaded model with N sequences (plus, optionally, the draft model's
+// context with as many) and the decode steps that run on it. Each sequence remembers the
 // tokens its KV holds, so a request that shares a prefix with an earlier one (a chat that
 // goes on) only evaluates the new part.
 #include "cache/prompt_cache.h"
@@ -32,7 +32,7 @@ namespace specd::engine {
 // The memory a session's contexts hold besides the weights.
 struct SessionMemory {
     ContextBytes target;
-    ContextBytes draft; // every sequence's draft context together
+    ContextBytes draft; // the draft model's context (all sequences)
 };
 
 // A request that ended during Session::step(): its result, or the error that ended it.
@@ -111,6 +111,7 @@ class Session {
     uint32_t                                   n_ctx_ = 0; // per sequence
     ThreadPools                                pools_;     // before every context: outlives them
     context_ptr                                ctx_;
+    std::shared_ptr<DraftContext>              draft_ctx_; // shared with the slots' drafts
     Batch                                      batch_;
     std::vector<std::unique_ptr<SequenceSlot>> slots_;
     spec::DepthPrior                           prior_;

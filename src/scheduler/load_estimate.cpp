@@ -77,9 +77,10 @@ LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & cont
 uint64_t LoadEstimate::compute(int n_seq) const {
     const uint64_t seqs   = uint64_t(std::max(n_seq, 1));
     const uint64_t tokens = uint64_t(engine::batch_tokens(num_batch, n_ctx, n_seq));
-    const uint64_t attn   = 2 * uint64_t(n_ctx); // per sequence's KV: the target's spans them all
-    const uint64_t draft  = draft_out_per_token > 0 ? seqs * tokens * std::max(draft_out_per_token, attn) : 0;
-    return tokens * std::max(out_per_token, attn * seqs) + draft;
+    const uint64_t attn   = 2 * uint64_t(n_ctx) * seqs; // per KV cell: one context spans every sequence
+    // The draft's one context is sized like the target's (engine/draft_context).
+    const uint64_t draft  = draft_out_per_token > 0 ? tokens * std::max(draft_out_per_token, attn) : 0;
+    return tokens * std::max(out_per_token, attn) + draft;
 }
 
 int default_parallel(const LoadEstimate & e, uint64_t free_bytes) {

@@ -1,10 +1,11 @@
 #pragma once
-// Anything that proposes draft tokens for the target to verify: prompt lookup, a draft
-// model, and later grammar-forced text or MTP heads. The decode round only sees this.
+// What proposes draft tokens for the target to verify, and what it is asked. Prompt lookup
+// implements Drafter; the draft model answers the same DraftRequest for several sequences at
+// once (engine/draft_model: one decode per position for all of them), so the round asks
+// prompt lookup first and the session asks the draft model for every round left.
 #include "spec/seeded_draw.h"
 #include "spec/token_dist.h"
 
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -39,21 +40,6 @@ class Drafter {
     // drafter may draft under `req.constraint`; the round cuts every proposal at its first
     // illegal token anyway.
     virtual Proposal propose(const DraftRequest & req) = 0;
-};
-
-// Asks its drafters in order; the first non-empty proposal wins (cheap ones go first).
-class FirstOfDrafters final : public Drafter {
-  public:
-    void add(Drafter * d) { drafters_.push_back(d); }
-    Proposal propose(const DraftRequest & req) override {
-        for (auto * d : drafters_) {
-            if (Proposal p = d->propose(req); !p.empty()) return p;
-        }
-        return {};
-    }
-
-  private:
-    std::vector<Drafter *> drafters_;
 };
 
 } // namespace specd::spec

@@ -44,6 +44,27 @@ TEST(LoadEstimateFixture, SessionKvAndComputeAreWhatLlamaAllocates) {
     }
 }
 
+// With a draft model: its one context holds every sequence (engine/draft_context).
+TEST(LoadEstimateFixture, ADraftModelsContextIsWhatLlamaAllocates) {
+    auto       target = fixtures::shared_model("pair-target.gguf");
+    auto       draft  = fixtures::shared_model("pair-draft.gguf");
+    ModelFiles files;
+    files.gguf  = fixtures::fixture("pair-target.gguf");
+    files.draft = fixtures::fixture("pair-draft.gguf");
+    for (const int n_seq : {1, 4}) {
+        ContextOptions opts;
+        opts.num_ctx    = 2048;
+        opts.num_batch  = 512;
+        opts.num_thread = 1;
+        const LoadEstimate            e = estimate_load(files, opts);
+        engine::Session               s(target, opts, draft, {}, n_seq);
+        const engine::SessionMemory & mem  = s.memory();
+        const std::string             what = "target + draft x" + std::to_string(n_seq);
+        expect_near(e.kv_per_seq * uint64_t(n_seq), mem.target.kv + mem.draft.kv, what + " KV");
+        expect_near(e.compute(n_seq), mem.target.compute + mem.draft.compute, what + " compute");
+    }
+}
+
 TEST(LoadEstimateFixture, TheEmbeddingContextIsWhatLlamaAllocates) {
     auto       model = fixtures::shared_model("tiny.gguf");
     ModelFiles files;

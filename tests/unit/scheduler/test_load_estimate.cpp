@@ -53,11 +53,12 @@ TEST(LoadEstimate, ComputeGrowsWithTheBatchAndTheContext) {
     e.n_ctx     = 65536;
     e.num_batch = 65536;
     EXPECT_EQ(e.compute(2), uint64_t(65536) * 2 * 65536 * 2); // 17 GB, as llama.cpp allocates for it
-    // A draft model has a context per sequence.
+    // A draft model has one context for all sequences, sized like the target's.
     e.n_ctx               = 4096;
     e.num_batch           = 512;
     e.draft_out_per_token = e.out_per_token;
-    EXPECT_EQ(e.compute(2), 512 * e.out_per_token * 3);
+    EXPECT_EQ(e.compute(2), 512 * e.out_per_token * 2);
+    EXPECT_EQ(e.compute(4), 512 * e.out_per_token * 2);
 }
 
 TEST(LoadEstimate, AContextOverTheCeilingIsABadRequestNamingIt) {
