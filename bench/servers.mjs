@@ -85,12 +85,14 @@ async function loadedThreads(url, name) {
   return ps.models?.find((m) => m.name.startsWith(name))?.threads ?? null;
 }
 
-export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMin, threads, numCtx, parallel = 1, extraArgs = [] }) {
+export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMin, threads, numCtx, parallel, extraArgs = [] }) {
   const port = await freePort();
   // As its users start it: the same thread count as specd's machine, the draft's threads left
-  // at their default (the target's), the web UI off (a benchmark does not need it).
+  // at their default (the target's), its slots at their default (auto: 4 sharing one KV of -c
+  // cells, as specd's sequences share num_ctx x N) unless a run sets them, the web UI off (a
+  // benchmark does not need it).
   const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-t', String(threads),
-    '-c', String(numCtx), '-np', String(parallel), '--no-webui', '--metrics', ...extraArgs];
+    '-c', String(numCtx), ...(parallel ? ['-np', String(parallel)] : []), '--no-webui', '--metrics', ...extraArgs];
   // Drafting is off unless a type is named.
   if (draftNMax > 0) {
     args.push('-md', draft, '--spec-type', 'draft-simple', '--spec-draft-n-max', String(draftNMax));

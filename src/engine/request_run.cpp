@@ -124,9 +124,9 @@ void RequestRun::add_round(spec::Proposal drafted, int64_t draft_ns) {
     }
 }
 
-void RequestRun::after_decode(int64_t decode_ns, int batch_runs) {
+void RequestRun::after_decode(int64_t decode_ns, int batch_runs, int batch_positions) {
     if (prefilling()) after_prefill_chunk();
-    else after_round(decode_ns, batch_runs);
+    else after_round(decode_ns, batch_runs, batch_positions);
 }
 
 GenerateResult RequestRun::finish() {
@@ -170,7 +170,7 @@ void RequestRun::after_prefill_chunk() {
     if (out_.commit(last_, env_.ctx, logits_idx_)) phase_ = Phase::ended;
 }
 
-void RequestRun::after_round(int64_t decode_ns, int batch_runs) {
+void RequestRun::after_round(int64_t decode_ns, int batch_runs, int batch_positions) {
     // 4. Verify position by position; the sampler's state always matches what is committed.
     const RoundOutcome outcome = verify_round(plan_, last_, logits_idx_, next_index_, choice_, env_.ctx, sampler_,
                                               out_, env_.speller, env_.model, rng_);
@@ -194,7 +194,7 @@ void RequestRun::after_round(int64_t decode_ns, int batch_runs) {
     g.no_legal_draft += plan_.grammar.no_legal_draft;
     g.truncated_rounds += plan_.grammar.truncated_rounds;
     g.truncated_tokens += plan_.grammar.truncated_tokens;
-    depth_.observe(observation(plan_, outcome, decode_ns, batch_runs));
+    depth_.observe(observation(plan_, outcome, decode_ns, batch_runs, batch_positions));
 }
 
 } // namespace specd::engine

@@ -78,9 +78,9 @@ class RequestRun {
     // Closes the round with the draft model's answer (empty: none asked) and its share of the
     // draft time, and adds the last token, forced tokens and drafts to the batch.
     void add_round(spec::Proposal drafted, int64_t draft_ns);
-    // Reads this run's logits after the step's decode (`decode_ns` long, shared by
-    // `batch_runs` requests).
-    void after_decode(int64_t decode_ns, int batch_runs);
+    // Reads this run's logits after the step's decode (`decode_ns` long, of
+    // `batch_positions` positions shared by `batch_runs` requests).
+    void after_decode(int64_t decode_ns, int batch_runs, int batch_positions);
     // Releases held-back text and completes the result.
     GenerateResult finish();
 
@@ -89,7 +89,7 @@ class RequestRun {
 
     void        begin_prefill();
     void        after_prefill_chunk();
-    void        after_round(int64_t decode_ns, int batch_runs);
+    void        after_round(int64_t decode_ns, int batch_runs, int batch_positions);
 
     const RunEnv &        env_;
     MultimodalPrompt      mm_;

@@ -136,7 +136,7 @@ RoundOutcome verify_round(const RoundPlan & plan, llama_token last, int32_t idx0
 }
 
 spec::RoundObservation observation(const RoundPlan & plan, const RoundOutcome & outcome, int64_t decode_ns,
-                                   int batch_runs) {
+                                   int batch_runs, int batch_positions) {
     // The drafts were judged only if the forced run ahead of them was accepted in full.
     const bool judged = outcome.n_accepted >= plan.n_forced;
     return {.k_planned         = std::max(plan.k, 0),
@@ -147,7 +147,8 @@ spec::RoundObservation observation(const RoundPlan & plan, const RoundOutcome & 
             .drafts_judged     = judged,
             .draft_s           = plan.draft_ns / 1e9,
             .verify_s          = decode_ns / 1e9,
-            .batch_size        = batch_runs};
+            .batch_size        = batch_runs,
+            .batch_positions   = batch_positions};
 }
 
 } // namespace specd::engine

@@ -111,9 +111,9 @@ RoundOutcome verify_round(const RoundPlan & plan, llama_token last, int32_t idx0
                           const TokenChoice & choice, llama_context * ctx, Sampler & sampler, GenerationOutput & out,
                           ForcedSpeller & speller, const Model & model, spec::Rng & rng);
 
-// The round as the depth controller sees it: `decode_ns` is the whole step's decode, shared
-// by `batch_runs` requests.
+// The round as the depth controller sees it: `decode_ns` is the whole step's decode of
+// `batch_positions` positions, shared by `batch_runs` requests.
 spec::RoundObservation observation(const RoundPlan & plan, const RoundOutcome & outcome, int64_t decode_ns,
-                                   int batch_runs);
+                                   int batch_runs, int batch_positions);
 
 } // namespace specd::engine

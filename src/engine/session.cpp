@@ -362,7 +362,7 @@ std::vector<SeqFinished> Session::step() {
         } else {
             for (RequestRun * r : in_batch) {
                 guarded(*r, [&] {
-                    r->after_decode(t_dec, static_cast<int>(in_batch.size()));
+                    r->after_decode(t_dec, static_cast<int>(in_batch.size()), batch_.size());
                     return true;
                 });
             }

@@ -138,12 +138,13 @@ DepthController::RoundPlan DepthController::best_round(int forced_min, int force
         c_d = m.c_d;
         c_v = m.c_v;
     }
-    // With B requests sharing the target's batch, a round's fixed cost is shared by all of
-    // them while each extra position delays every one: for the batch's total rate, a request
-    // weighs its positions against its share of the step, t_1 / B (at the optimum each
-    // request's marginal tokens per position equal the batch's rate times c_v). So depth
-    // shrinks as load grows.
-    t_1 /= double(std::max(1, batch_size_));
+    // With B requests sharing the target's batch, a step without drafts costs t_1 + (B - 1)
+    // c_v, shared by all of them, while each extra position delays every one: for the batch's
+    // total rate, a request weighs its positions against its share of the step (at the
+    // optimum each request's marginal tokens per position equal the batch's rate times c_v).
+    // So depth shrinks as load grows.
+    const double b = double(std::max(1, batch_size_));
+    t_1            = (t_1 + (b - 1.0) * c_v) / b;
     const double a = alpha_plan(), p = forced_p();
     RoundPlan    best{forced_min, 0};
     double       best_rate = -1.0;
@@ -270,9 +271,12 @@ void DepthController::observe(const RoundObservation & round) {
 
     batch_size_ = std::max(1, round.batch_size);
     if (round.verify_s > 0.0) {
-        WeightedSums & sums = drafted + round.n_forced > 0 ? verify_drafting_ : verify_zero_;
+        // The step's positions beyond its first: alone, this request's forced and drafted ones.
+        const int own = drafted + std::max(0, round.n_forced);
+        const int x   = round.batch_positions > own ? round.batch_positions - 1 : own;
+        WeightedSums & sums = own > 0 ? verify_drafting_ : verify_zero_;
         sums.fade(config_.cost_forget);
-        sums.add(double(drafted + std::max(0, round.n_forced)), round.verify_s);
+        sums.add(double(x), round.verify_s);
         cost_rounds_++;
     }
     if (drafted > 0 && round.draft_s >= 0.0) {

@@ -28,6 +28,11 @@ struct RoundObservation {
     double draft_s    = 0.0; // time spent producing the n_drafted drafts
     double verify_s   = 0.0; // target time for the 1 + n_forced + n_drafted positions
     int    batch_size = 1;   // requests sharing the target batch (verify_s is the whole batch's)
+    // Positions the whole batch decoded (every request's, prompt chunks included); 0: only
+    // this request's 1 + n_forced + n_drafted are known. verify_s is regressed on these: with
+    // several requests drafting alike, its own positions alone would credit it with the
+    // others' cost too and plan too shallow.
+    int    batch_positions = 0;
 };
 
 // Per-model knowledge that seeds each request; the caller keeps one per model and folds

@@ -222,7 +222,7 @@ describe('cli', () => {
     ok(r, 'specd list');
     assert.match(r.stdout, /^NAME\s+ID\s+SIZE\s+MODIFIED$/m);
     // Ollama's columns: a short ID, a human size, how long ago.
-    assert.match(r.stdout, /^tiny:latest\s+[0-9a-f]{12}\s+17 MB\s+(Less than a second|\d+ seconds|About a minute|\d+ minutes) ago$/m);
+    assert.match(r.stdout, /^tiny:latest\s+[0-9a-f]{12}\s+17 MB\s+(Less than a second|\d+ seconds?|About a minute|\d+ minutes) ago$/m);
   });
 
   test('specd show tiny', async () => {

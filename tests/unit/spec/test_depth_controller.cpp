@@ -292,6 +292,31 @@ TEST(DepthController, LearnsCosts) {
     EXPECT_NEAR(c.c_v, p.c_v, 0.1 * p.c_v);
 }
 
+// In a batch whose requests draft alike, the step's time grows with every request's positions:
+// regressed on its own positions alone, a request would take the others' cost for its own
+// (here 4x c_v) and draft too shallow. The batch's positions give the true per-position cost.
+TEST(DepthController, LearnsCostsFromTheWholeBatch) {
+    const double t_1 = 0.010, c_v = 0.001;
+    std::vector<DepthController> batch(4, DepthController{DepthPrior{}});
+    for (int i = 0; i < 400; ++i) {
+        const int k         = i % 7; // all four draft alike: their depths move together
+        const int positions = 4 * (1 + k);
+        for (auto & dc : batch) {
+            dc.observe({.k_planned       = k,
+                        .n_drafted       = k,
+                        .n_accepted      = k / 2,
+                        .verify_s        = t_1 + c_v * (positions - 1),
+                        .batch_size      = 4,
+                        .batch_positions = positions});
+        }
+    }
+    for (const auto & dc : batch) {
+        const auto c = dc.costs();
+        EXPECT_NEAR(c.c_v, c_v, 0.1 * c_v);
+        EXPECT_NEAR(c.t_1, t_1, 0.1 * t_1);
+    }
+}
+
 // Grammar-forced positions are verified like drafts, so they count towards the verify
 // cost; they are not drafts, so they teach nothing about acceptance.
 TEST(DepthController, ForcedPositionsCostVerificationButNotAcceptance) {
