@@ -1,6 +1,7 @@
 #include "engine/gguf_info.h"
 
 #include "core/error.h"
+#include "engine/file_type_name.h"
 #include "engine/llama_handles.h"
 
 #include <cstdio>
@@ -64,7 +65,7 @@ GgufInfo read_gguf_info(const std::filesystem::path & path) {
         if (e.key == "general.name" && s) info.name = *s;
         if (e.key == "tokenizer.chat_template" && s) info.chat_template = *s;
         if (e.key == "general.file_type" && n) {
-            info.file_type = llama_ftype_name(static_cast<llama_ftype>(*n));
+            info.file_type = file_type_name(*n);
         }
     }
     for (const auto & e : info.metadata) {
@@ -78,7 +79,7 @@ GgufInfo read_gguf_info(const std::filesystem::path & path) {
         info.n_params += n;
     }
     if (info.file_type.empty() && gguf_get_n_tensors(ctx.get()) > 0) {
-        info.file_type = ggml_type_name(gguf_get_tensor_type(ctx.get(), 0));
+        info.file_type = tensor_type_name(ggml_type_name(gguf_get_tensor_type(ctx.get(), 0)));
     }
     return info;
 }

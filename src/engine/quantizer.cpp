@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/backend.h"
+#include "engine/file_type_name.h"
 #include "engine/llama_handles.h"
 
 #include <algorithm>
@@ -37,12 +38,8 @@ std::string unquantized_type(const std::filesystem::path & path) {
     if (!g) throw bad_request("cannot quantize " + path.filename().string() + ": not a readable GGUF file");
     const int64_t id = gguf_find_key(g.get(), "general.file_type");
     if (id < 0 || gguf_get_kv_type(g.get(), id) != GGUF_TYPE_UINT32) return "";
-    switch (gguf_get_val_u32(g.get(), id)) {
-        case LLAMA_FTYPE_ALL_F32:     return "F32";
-        case LLAMA_FTYPE_MOSTLY_F16:  return "F16";
-        case LLAMA_FTYPE_MOSTLY_BF16: return "BF16";
-        default:                      return "";
-    }
+    const std::string name = file_type_name(gguf_get_val_u32(g.get(), id));
+    return name == "F32" || name == "F16" || name == "BF16" ? name : "";
 }
 
 } // namespace
