@@ -34,4 +34,14 @@ bool abort_when_cancelled(void * data) {
     return cancel != nullptr && cancel->load(std::memory_order_relaxed);
 }
 
+llama_context_params sequences_params(uint32_t n_ctx, int n_seq, int32_t n_batch) {
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx                = n_ctx * uint32_t(n_seq);
+    cp.n_batch              = n_batch;
+    cp.n_ubatch             = n_batch;
+    cp.n_seq_max            = uint32_t(n_seq);
+    cp.kv_unified           = true;
+    return cp;
+}
+
 } // namespace specd::engine

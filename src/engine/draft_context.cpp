@@ -30,17 +30,12 @@ std::string vocab_mismatch(const Model & target, const Model & draft) {
 
 DraftContext::DraftContext(std::shared_ptr<Model> draft, const Model & target, uint32_t n_ctx, int n_seq,
                            int32_t n_batch) :
-    model_(std::move(draft)), batch_(std::max(1, n_batch), 1), n_seq_(std::max(1, n_seq)) {
+    model_(std::move(draft)), batch_(std::max(1, n_batch), 1) {
     if (auto why = vocab_mismatch(target, *model_); !why.empty()) {
         throw bad_request("draft model cannot be used: " + why);
     }
-    // Like the target's: one unified KV, each sequence held to n_ctx tokens by its owner.
-    llama_context_params cp = llama_context_default_params();
-    cp.n_ctx                = n_ctx * uint32_t(n_seq_);
-    cp.n_batch              = batch_.capacity();
-    cp.n_ubatch             = batch_.capacity();
-    cp.n_seq_max            = uint32_t(n_seq_);
-    cp.kv_unified           = true;
+    // Like the target's: one KV for every sequence, each held to n_ctx tokens by its owner.
+    llama_context_params cp = sequences_params(n_ctx, std::max(1, n_seq), batch_.capacity());
     cp.n_threads = cp.n_threads_batch = 1; // until use_threads(): the session measures the draft's
     CreatedContext created = create_context(*model_, cp, "cannot create the draft model's context");
     ctx_                   = std::move(created.ctx);

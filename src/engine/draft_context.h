@@ -24,7 +24,6 @@ class DraftContext {
     Batch &              batch() { return batch_; }
     const Model &        model() const { return *model_; }
     const ContextBytes & memory() const { return memory_; }
-    int                  n_seq() const { return n_seq_; }
     // What the draft decodes at an image's positions: it has no projector, so the text after
     // an image keeps its positions (and the draft its context).
     llama_token          filler() const { return filler_; }
@@ -42,7 +41,6 @@ class DraftContext {
     context_ptr            ctx_;
     ContextBytes           memory_;
     Batch                  batch_;
-    int                    n_seq_   = 1;
     llama_token            filler_  = 0;
     int64_t                decodes_ = 0;
 };

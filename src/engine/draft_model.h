@@ -31,7 +31,7 @@ struct DraftJob {
 
 class DraftModel {
   public:
-    // Sequence `seq` of `ctx` (0 .. ctx->n_seq() - 1), one DraftModel per sequence.
+    // Sequence `seq` of `ctx` (one of the n_seq it was made for), one DraftModel per sequence.
     DraftModel(std::shared_ptr<DraftContext> ctx, llama_seq_id seq);
 
     // Per request: how the draft samples (the target's options without penalties: any

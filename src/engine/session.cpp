@@ -79,15 +79,8 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     // Until choose_threads() below: all of them, or the user's count.
     const int32_t n_threads = opts.num_thread > 0 ? opts.num_thread : usable_cpus();
 
-    // One KV cache for all sequences (llama.cpp's unified KV): a batch may then mix a long
-    // prompt chunk with single-token rounds in one micro-batch. Each sequence is held to
-    // num_ctx tokens by this class, so the cache is num_ctx per sequence, as Ollama sizes it.
-    llama_context_params cp = llama_context_default_params();
-    cp.n_ctx               = n_ctx_ * uint32_t(n_seq);
-    cp.n_batch             = batch_.capacity();
-    cp.n_ubatch            = batch_.capacity();
-    cp.n_seq_max           = uint32_t(n_seq);
-    cp.kv_unified          = true;
+    // One KV cache for all sequences; each is held to num_ctx tokens by this class.
+    llama_context_params cp = sequences_params(n_ctx_, n_seq, batch_.capacity());
     cp.n_threads           = n_threads;
     cp.n_threads_batch     = n_threads;
     cp.abort_callback      = abort_step;
@@ -291,25 +284,23 @@ std::vector<SeqFinished> Session::step() {
     // left: small ones while streams are running, so that those keep flowing.
     batch_.clear();
     std::vector<RequestRun *> in_batch;
-    std::vector<RequestRun *> rounds;
-    int32_t                   room = batch_.capacity();
+    // Each open round and the index of its draft model job (-1: it asks none).
+    std::vector<std::pair<RequestRun *, int>> rounds;
+    std::vector<DraftJob>                     jobs;
+    int32_t                                   room = batch_.capacity();
     for (auto & r : runs_) {
         if (r->ended() || r->prefilling()) continue;
-        if (guarded(*r, [&] { return r->open_round(room); })) {
-            rounds.push_back(r.get());
-            room -= r->round_positions();
+        if (!guarded(*r, [&] { return r->open_round(room); })) continue;
+        room -= r->round_positions();
+        int job = -1;
+        if (auto req = r->draft_request()) {
+            job = static_cast<int>(jobs.size());
+            jobs.push_back({.draft = r->slot.draft.get(), .req = *req, .out = {}});
         }
+        rounds.emplace_back(r.get(), job);
     }
     // The draft model drafts for every round that asks it, all together (draft_context.h);
     // each round's share of the time is its share of the drafted tokens.
-    std::vector<DraftJob>     jobs;
-    std::vector<RequestRun *> job_runs;
-    for (RequestRun * r : rounds) {
-        if (auto req = r->draft_request()) {
-            jobs.push_back({.draft = r->slot.draft.get(), .req = *req});
-            job_runs.push_back(r);
-        }
-    }
     int64_t draft_ns = 0;
     if (!jobs.empty()) {
         const int64_t t0 = now_ns();
@@ -318,14 +309,14 @@ std::vector<SeqFinished> Session::step() {
     }
     size_t drafted = 0;
     for (const DraftJob & j : jobs) drafted += j.out.tokens.size();
-    for (RequestRun * r : rounds) {
+    for (auto & [r, job] : rounds) {
         spec::Proposal proposal;
         int64_t        share = 0;
-        if (auto it = std::find(job_runs.begin(), job_runs.end(), r); it != job_runs.end()) {
-            DraftJob & job = jobs[size_t(it - job_runs.begin())];
-            share = drafted > 0 ? int64_t(double(draft_ns) * double(job.out.tokens.size()) / double(drafted))
+        if (job >= 0) {
+            DraftJob & j = jobs[size_t(job)];
+            share = drafted > 0 ? int64_t(double(draft_ns) * double(j.out.tokens.size()) / double(drafted))
                                 : draft_ns / int64_t(jobs.size());
-            proposal = std::move(job.out);
+            proposal = std::move(j.out);
         }
         if (guarded(*r, [&] {
                 r->add_round(std::move(proposal), share);
