@@ -23,6 +23,16 @@ constexpr int    k_reps_max = 9;
 // A model whose one-token step is slower than this is not timed on batches too: its batches
 // use the decode count (both are bound by reading the weights).
 constexpr double k_batch_skip_s = 0.05;
+// Batches are timed only on the counts whose one-token step was within this factor of the
+// best: a count that far behind oversubscribes the machine (spinning barriers), and a batch
+// on it could stall for seconds. Wide, because a one-token step is bound by memory while a
+// batch is bound by compute: more threads can tie on the first and halve the second.
+constexpr double k_batch_near = 3.0;
+// The fastest two counts are timed again in turn, at least this many steps each (as many as
+// fit k_confirm_budget_s, at most k_reps_max): the choice between them often rests on a
+// difference of 10-20%, which one step on a shared virtual CPU cannot tell from noise.
+constexpr int    k_confirm_min      = 3;
+constexpr double k_confirm_budget_s = 0.25;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -72,8 +82,8 @@ std::optional<std::vector<ThreadTiming>> time_counts(llama_context * ctx, Thread
 // Times the fastest count and the runner-up once more, one step of each in turn, and
 // replaces their timings with these: a burst of noise (another process, a virtual CPU the host
 // took away for a while) then falls on both instead of on whichever was being timed, which
-// could make a count that is twice as fast look ten times slower. At least one step each;
-// more as the budget allows.
+// could make a count that is twice as fast look ten times slower. At least k_confirm_min
+// steps each when the two are close; more as the budget allows.
 bool confirm_in_turn(llama_context * ctx, ThreadPools & pools, Batch & batch, std::vector<ThreadTiming> & timings,
                      int32_t n_tokens, KvSequence & seq, llama_token filler) {
     if (timings.size() < 2) return true;
@@ -82,7 +92,11 @@ bool confirm_in_turn(llama_context * ctx, ThreadPools & pools, Batch & batch, st
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return timings[a].step_s < timings[b].step_s; });
     ThreadTiming & first  = timings[order[0]];
     ThreadTiming & second = timings[order[1]];
-    const int      reps   = std::clamp(int(k_budget_s / std::max(first.step_s + second.step_s, 1e-6)), 1, k_reps_max);
+    // A runner-up twice as slow is timed once more only: a burst of noise is undone by one
+    // step, while a count that oversubscribes a busy machine would stall on every step.
+    const int      min_reps = second.step_s > 2.0 * first.step_s ? 1 : k_confirm_min;
+    const int      reps   = std::clamp(int(k_confirm_budget_s / std::max(first.step_s + second.step_s, 1e-6)),
+                                        min_reps, k_reps_max);
     std::vector<double> a, b;
     for (int r = 0; r < reps; ++r) {
         for (ThreadTiming * t : {&first, &second}) {
@@ -156,7 +170,7 @@ std::optional<ThreadChoice> calibrate_threads(llama_context * ctx, ThreadPools &
         // Batches are timed on the counts whose one-token step was within reach of the best.
         std::vector<int32_t> near;
         for (const ThreadTiming & t : choice.decode) {
-            if (t.step_s <= 2.0 * best_step) near.push_back(t.n_threads);
+            if (t.step_s <= k_batch_near * best_step) near.push_back(t.n_threads);
         }
         auto timed = time_counts(ctx, pools, batch, near, k_batch_tokens, seq, filler);
         if (timed && confirm_in_turn(ctx, pools, batch, *timed, k_batch_tokens, seq, filler)) {

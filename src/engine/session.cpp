@@ -134,10 +134,8 @@ void Session::choose_threads() {
         });
     }
     pools_.attach(ctx_.get(), threads_.n_threads, threads_.n_threads_batch);
-    if (user <= 0 && !threads_.decode.empty() && can_recheck_threads(*model_)) {
-        drift_.emplace(chosen_step_s(threads_));
-        next_recheck_ = std::chrono::steady_clock::now() + recheck_gap_;
-    }
+    if (user <= 0) watch_threads();
+    if (drift_) next_recheck_ = std::chrono::steady_clock::now() + recheck_gap_;
 
     if (!draft_model_) return;
     DraftModel & first = *slots_.front()->draft;
@@ -165,8 +163,41 @@ void Session::recheck_threads() {
                      model_->info().architecture.c_str(), describe(*c).c_str());
     }
     pools_.attach(ctx_.get(), threads_.n_threads, threads_.n_threads_batch);
-    drift_.emplace(chosen_step_s(threads_));
+    watch_threads();
     next_recheck_ = std::chrono::steady_clock::now() + recheck_gap_;
+}
+
+void Session::watch_threads() {
+    drift_.reset();
+    trial_.reset();
+    if (threads_.decode.empty()) return; // not measured: the user's count
+    if (can_recheck_threads(*model_)) drift_.emplace(chosen_step_s(threads_));
+    if (const int32_t other = runner_up(threads_.decode, threads_.n_threads); other > 0) {
+        trial_.emplace(threads_.n_threads, other);
+    }
+}
+
+int32_t Session::one_token_threads() {
+    const int32_t n = trial_ ? trial_->next() : threads_.n_threads;
+    if (n != llama_n_threads(ctx_.get())) pools_.attach(ctx_.get(), n, threads_.n_threads_batch);
+    return n;
+}
+
+void Session::one_token_step(int32_t n_threads, double step_s) {
+    if (trial_ && trial_->observe(n_threads, step_s)) {
+        threads_.n_threads = trial_->chosen();
+        model_->set_measured_threads(threads_);
+        if (drift_) drift_.emplace(trial_->recent_s(threads_.n_threads));
+        std::fprintf(stderr, "specd: a %s model's one-token steps run faster on %d threads (%.2f ms) than on %d\n",
+                     model_->info().architecture.c_str(), trial_->chosen(), trial_->recent_s(trial_->chosen()) * 1e3,
+                     trial_->other());
+    }
+    // One-token steps on the chosen count are what calibration timed: they tell when it no
+    // longer holds.
+    if (drift_ && n_threads == threads_.n_threads && drift_->observe(step_s) &&
+        std::chrono::steady_clock::now() >= next_recheck_) {
+        recheck_due_ = true;
+    }
 }
 
 // llama.cpp asks between micro-batches: a decode stops early only when every request it
@@ -338,15 +369,13 @@ std::vector<SeqFinished> Session::step() {
     last_step_requests_ = batch_.size() > 0 ? static_cast<int>(in_batch.size()) : 0;
     if (batch_.size() > 0) {
         in_batch_           = in_batch;
+        const bool    one   = batch_.size() == 1;
+        const int32_t n_thr = one ? one_token_threads() : 0;
         const int64_t t0    = now_ns();
         const int32_t rc    = llama_decode(ctx_.get(), batch_.get());
         const int64_t t_dec = now_ns() - t0;
         in_batch_.clear();
-        // One-token steps are what calibration timed: they tell when it no longer holds.
-        if (drift_ && batch_.size() == 1 && drift_->observe(double(t_dec) / 1e9) &&
-            std::chrono::steady_clock::now() >= next_recheck_) {
-            recheck_due_ = true;
-        }
+        if (one && rc == 0) one_token_step(n_thr, double(t_dec) / 1e9);
         if (rc != 0) {
             fail_batch(in_batch, std::make_exception_ptr(
                                      Error(ErrorKind::internal, "llama_decode failed (" + std::to_string(rc) + ")")));

@@ -103,6 +103,11 @@ class Session {
     Projector::EvalTimes eval_image(RequestRun & run, const MultimodalPrompt & prompt, const ImageSpan & image);
     void                 choose_threads();
     void                 recheck_threads();
+    // After calibration: drift watch and trials of the runner-up for a measured count.
+    void                 watch_threads();
+    // The one-token count for the next decode, and what that decode took on it.
+    int32_t              one_token_threads();
+    void                 one_token_step(int32_t n_threads, double step_s);
     static bool          abort_step(void * session);
 
     std::shared_ptr<Model>                     model_;
@@ -127,6 +132,7 @@ class Session {
     ThreadChoice                               threads_;
     ThreadChoice                               draft_threads_;
     std::optional<StepDrift>                   drift_; // set while the target's count is a measured one
+    std::optional<ThreadTrial>                 trial_; // likewise, when there is a runner-up to try
     bool                                       recheck_due_ = false;
     // Rechecks are spaced out: at least recheck_gap_ apart, doubling while they keep
     // confirming the same counts (a machine whose load comes and goes).

@@ -480,6 +480,15 @@ void Runner::step() {
         record(done);
         finish(*a, {Event::Kind::done, {}, {}, std::move(done)});
     }
+    // The session may change its counts while it serves (a trial of the runner-up count, a
+    // recheck after drift): what /api/ps shows follows at each request's end.
+    if (!ended.empty()) {
+        std::lock_guard lock(mu_);
+        if (info_) {
+            info_->threads       = session_->threads().n_threads;
+            info_->threads_batch = session_->threads().n_threads_batch;
+        }
+    }
 }
 
 void Runner::apply_keep_alive(const Job & job) {
