@@ -7,6 +7,8 @@
 #include "api/ollama_response.h"
 #include "api/prompt_size.h"
 
+#include <cstdio>
+
 namespace specd::api {
 
 namespace {
@@ -67,13 +69,15 @@ void serve_generation(const RouteContext & ctx, http::Request & req, http::Respo
         messages.insert(messages.begin(), m.messages.begin(), m.messages.end());
     }
     d.request.context.num_ctx = ctx.cfg.default_num_ctx;
-    apply_options(m.params, d.options, d.request);
+    apply_options(m.params, d.options, d.request, d.warnings);
+    for (const std::string & w : d.warnings) std::fprintf(stderr, "specd: %s: %s\n", m.files.name.c_str(), w.c_str());
     check_prompt_text(d.request.prompt, d.request.context.num_ctx); // before anything renders it
     if (ctx.cfg.no_draft) d.request.generate.draft_num_predict = 0;
     if (ctx.cfg.unseeded_rejection && d.request.generate.sampling.seed < 0) d.request.generate.rejection_sampling = true;
     AnswerReader reader = prepare_answer(d);
 
     const auto  writer = make_writer(m.files.name);
+    writer->set_warnings(std::move(d.warnings));
     auto        job    = ctx.scheduler.submit(std::move(d.request));
     EventWaiter waiter(*job, req);
     auto        first = waiter.next();

@@ -50,6 +50,19 @@ class GenerationWriter {
     virtual std::string  chunk_text(const AnswerPart & part, const std::vector<TokenLogprob> & logprobs = {}) = 0;
     virtual std::string  chunk_done(const scheduler::DoneInfo & done) = 0;
     virtual std::string  chunk_error(ErrorKind kind, const std::string & message) = 0;
+
+    // What the request asked for that was not honoured (DecodedRequest::warnings): listed as
+    // `warnings` in the final response or chunk, so no downgrade is silent.
+    void set_warnings(std::vector<std::string> warnings) { warnings_ = std::move(warnings); }
+
+  protected:
+    // `j` with a `warnings` array when there are any.
+    void add_warnings(json & j) const {
+        if (!warnings_.empty()) j["warnings"] = warnings_;
+    }
+
+  private:
+    std::vector<std::string> warnings_;
 };
 
 } // namespace specd::api

@@ -190,7 +190,8 @@ DecodedRequest decode_chat(const json & body, const vision::ImageLimits & limits
             msg.role     = *role;
             msg.content  = opt_string(m, "content").value_or("");
             msg.thinking = opt_string(m, "thinking").value_or("");
-            msg.tool_name = opt_string(m, "tool_name").value_or("");
+            msg.tool_name    = opt_string(m, "tool_name").value_or("");
+            msg.tool_call_id = opt_string(m, "tool_call_id").value_or("");
             if (auto tc = m.find("tool_calls"); tc != m.end()) msg.tool_calls = decode_tool_calls(*tc, where);
             p.messages.push_back(std::move(msg));
         }
@@ -208,21 +209,32 @@ DecodedRequest decode_chat(const json & body, const vision::ImageLimits & limits
     return d;
 }
 
-void apply_options(const models::Parameters & model_params, const json & request_options, GenerateRequest & req) {
+void apply_options(const models::Parameters & model_params, const json & request_options, GenerateRequest & req,
+                   std::vector<std::string> & warnings) {
     models::Parameters p = model_params;
     models::Parameters over;
     for (const auto & [key, value] : request_options.items()) {
+        if (value.is_null()) continue; // as Ollama: a null option is an unset one
         if (key == "use_mmap") {
             if (!value.is_boolean()) throw bad_request("option use_mmap must be a boolean");
             req.context.use_mmap = value.get<bool>();
             continue;
         }
         if (k_placement_options.count(key)) continue;
-        if (key == "mirostat" || key == "mirostat_tau" || key == "mirostat_eta" || key == "tfs_z" ||
-            key == "penalize_newline") {
-            if (key == "mirostat" && value.is_number() && value.get<double>() == 0) continue;
-            if (key == "tfs_z" && value.is_number() && value.get<double>() == 1) continue;
-            throw bad_request("option " + key + " is not supported by this server");
+        // Options older Ollama versions had and llama.cpp dropped: ignored, as Ollama ignores
+        // them now, and said so unless the value is the one that changes nothing.
+        if (key == "tfs_z" || key == "penalize_newline") {
+            const bool neutral = key == "tfs_z" ? value.is_number() && value.get<double>() == 1
+                                                : value.is_boolean() && !value.get<bool>();
+            if (!neutral) warnings.push_back("option " + key + " is not supported (llama.cpp removed it): ignored");
+            continue;
+        }
+        // As Ollama: an option it does not know is logged and ignored, not refused (clients
+        // send options of other servers and versions). A known option with a wrong value is.
+        if (!models::is_known_parameter(key)) {
+            // Quoted as JSON: the name is the client's, and the warning goes to the log too.
+            warnings.push_back("option " + json(key).dump() + " is not a known option: ignored");
+            continue;
         }
         if (auto err = over.set_json(key, value)) throw bad_request("invalid option: " + *err);
     }
@@ -274,6 +286,9 @@ void apply_options(const models::Parameters & model_params, const json & request
     if (p.presence_penalty) s.presence_penalty = static_cast<float>(*p.presence_penalty);
     if (p.frequency_penalty) s.frequency_penalty = static_cast<float>(*p.frequency_penalty);
     if (p.seed) s.seed = *p.seed;
+    if (p.mirostat) s.mirostat = *p.mirostat;
+    if (p.mirostat_tau) s.mirostat_tau = static_cast<float>(std::min(*p.mirostat_tau, k_max_sampling_factor));
+    if (p.mirostat_eta) s.mirostat_eta = static_cast<float>(std::min(*p.mirostat_eta, k_max_sampling_factor));
 }
 
 std::optional<KeepAlive> parse_keep_alive(const json & v) {

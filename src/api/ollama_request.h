@@ -21,14 +21,20 @@ struct DecodedRequest {
     // characters (not tokens: the grammar counts characters), then the template's end tag
     // and the answer are forced. Unset: the reasoning may run until num_predict.
     std::optional<int64_t> thinking_budget_chars;
+    // What the request asked for that the server did not honour (an unknown option, a schema
+    // keyword it accepts without enforcing): logged, and listed in the final response.
+    std::vector<std::string> warnings;
 };
 
 // Images (base64) are decoded here, within `limits`: every violation is a 400 naming it.
 DecodedRequest decode_generate(const json & body, const vision::ImageLimits & limits = {});
 DecodedRequest decode_chat(const json & body, const vision::ImageLimits & limits = {});
 
-// Model parameters, then the request's options, onto the request's option structs.
-void apply_options(const models::Parameters & model_params, const json & request_options, GenerateRequest & req);
+// Model parameters, then the request's options, onto the request's option structs. An
+// option the server does not know is ignored with a line in `warnings` (as Ollama); a known
+// one with an invalid value is a bad_request.
+void apply_options(const models::Parameters & model_params, const json & request_options, GenerateRequest & req,
+                   std::vector<std::string> & warnings);
 
 // keep_alive: a number of seconds or a Go-style duration ("5m", "1h30m", "0", "-1").
 std::optional<KeepAlive> parse_keep_alive(const json & value);

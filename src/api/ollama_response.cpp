@@ -109,14 +109,20 @@ json OllamaWriter::error_json(ErrorKind, const std::string & message) const { re
 
 json OllamaWriter::answer_json(const AnswerPart & answer, const scheduler::DoneInfo & done,
                               const std::vector<TokenLogprob> & logprobs) {
-    return final_chunk(model_, done, chat_, answer, logprobs);
+    json j = final_chunk(model_, done, chat_, answer, logprobs);
+    add_warnings(j);
+    return j;
 }
 
 std::string OllamaWriter::chunk_text(const AnswerPart & part, const std::vector<TokenLogprob> & logprobs) {
     return ndjson_line(text_chunk(model_, part, chat_, logprobs));
 }
 
-std::string OllamaWriter::chunk_done(const scheduler::DoneInfo & done) { return ndjson_line(final_chunk(model_, done, chat_)); }
+std::string OllamaWriter::chunk_done(const scheduler::DoneInfo & done) {
+    json j = final_chunk(model_, done, chat_);
+    add_warnings(j);
+    return ndjson_line(j);
+}
 
 std::string OllamaWriter::chunk_error(ErrorKind, const std::string & message) { return ndjson_line(error_body(message)); }
 

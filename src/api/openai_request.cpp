@@ -3,6 +3,7 @@
 #include "api/tool_json.h"
 #include "vision/image_decode.h"
 
+#include <charconv>
 #include <cstdio>
 #include <cstdint>
 #include <limits>
@@ -12,6 +13,9 @@
 namespace specd::api {
 
 namespace {
+
+// OpenAI's own bound on logit_bias entries.
+constexpr size_t k_max_logit_bias = 300;
 
 // The field, or nullptr when it is absent or null (OpenAI's clients send nulls for unset fields).
 const json * field(const json & obj, const char * key) {
@@ -72,9 +76,6 @@ void reject_unimplemented(const json & body, bool chat) {
     }
     if (const json * v = field(body, "top_logprobs"); !chat && v && *v != 0) {
         throw ParamError("top_logprobs", "top_logprobs is for chat completions; completions take logprobs: N");
-    }
-    if (const json * v = field(body, "logit_bias"); v && !(v->is_object() && v->empty())) {
-        throw ParamError("logit_bias", not_yet("logit_bias"));
     }
     if (field(body, "audio")) throw ParamError("audio", not_yet("audio output"));
     if (const json * v = field(body, "modalities")) {
@@ -167,6 +168,32 @@ int32_t decode_logprobs(const json & body, bool chat) {
     return n ? int32_t(*n) : -1;
 }
 
+// OpenAI's logit_bias: {"<token id>": bias from -100 to 100}, added to those tokens' logits
+// (-100 bans a token, 100 all but forces it). The ids are checked against the vocabulary
+// when the request runs (engine::Sampler).
+std::vector<std::pair<int32_t, float>> decode_logit_bias(const json & body) {
+    std::vector<std::pair<int32_t, float>> out;
+    const json * v = field(body, "logit_bias");
+    if (!v) return out;
+    if (!v->is_object()) throw ParamError("logit_bias", "logit_bias must be an object of token ids to biases");
+    if (v->size() > k_max_logit_bias) {
+        throw ParamError("logit_bias", "logit_bias may hold at most " + std::to_string(k_max_logit_bias) + " tokens");
+    }
+    for (const auto & [key, bias] : v->items()) {
+        const std::string at = "logit_bias[" + json(key).dump() + "]";
+        int32_t           id = -1;
+        const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+        if (ec != std::errc() || end != key.data() + key.size() || id < 0) {
+            throw ParamError("logit_bias", at + ": the key must be a token id (a non-negative integer)");
+        }
+        if (!bias.is_number() || !(bias.get<double>() >= -100.0 && bias.get<double>() <= 100.0)) {
+            throw ParamError("logit_bias", at + " must be a number from -100 to 100");
+        }
+        out.emplace_back(id, bias.get<float>());
+    }
+    return out;
+}
+
 OpenAIRequest decode_common(const json & body, PromptSpec::Kind kind) {
     OpenAIRequest r;
     DecodedRequest & d = r.decoded;
@@ -188,6 +215,7 @@ OpenAIRequest decode_common(const json & body, PromptSpec::Kind kind) {
     d.request.prompt.kind  = kind;
     decode_response_format(body, d.request.generate);
     d.request.generate.logprobs = decode_logprobs(body, kind == PromptSpec::Kind::chat);
+    d.request.generate.sampling.logit_bias = decode_logit_bias(body);
     return r;
 }
 
@@ -279,13 +307,39 @@ OpenAIRequest decode_openai_chat(const json & body, const vision::ImageLimits & 
                 throw ParamError(where + ".tool_calls", e.what());
             }
         }
+        if (msg.role == "tool") {
+            // A result names the call it answers (tool_call_id); templates want the function's
+            // name, which OpenAI's clients send only in the call: found by its id, as Ollama's
+            // /v1 does, unless the message names it itself.
+            for (const char * key : {"tool_call_id", "name"}) {
+                const json * v = field(m, key);
+                if (v && !v->is_string()) throw ParamError(where + "." + key, where + "." + key + " must be a string");
+            }
+            if (const json * id = field(m, "tool_call_id")) msg.tool_call_id = id->get<std::string>();
+            if (const json * name = field(m, "name")) msg.tool_name = name->get<std::string>();
+            for (auto it = p.messages.rbegin(); msg.tool_name.empty() && !msg.tool_call_id.empty() && it != p.messages.rend(); ++it) {
+                for (const ToolCall & call : it->tool_calls) {
+                    if (call.id == msg.tool_call_id) msg.tool_name = call.name;
+                }
+            }
+        }
         p.messages.push_back(std::move(msg));
     }
     // OpenAI's reasoning_effort, as Ollama's /v1 reads it: "none" turns thinking off, any
     // other effort on (the reasoning comes back as message.reasoning_content).
-    if (const json * e = field(body, "reasoning_effort")) {
+    // `reasoning: {"effort": ...}` (the Responses API's form, which Ollama's /v1 reads on chat
+    // too) means the same; reasoning_effort wins when both are set.
+    const json * reasoning = field(body, "reasoning");
+    if (reasoning && !reasoning->is_object()) throw ParamError("reasoning", "reasoning must be an object ({\"effort\": ...})");
+    const json * effort_field = field(body, "reasoning_effort");
+    const char * effort_param = "reasoning_effort";
+    if (!effort_field && reasoning) {
+        effort_field = field(*reasoning, "effort");
+        effort_param = "reasoning.effort";
+    }
+    if (const json * e = effort_field) {
         if (!e->is_string() || (*e != "none" && *e != "low" && *e != "medium" && *e != "high")) {
-            throw ParamError("reasoning_effort", "reasoning_effort must be \"none\", \"low\", \"medium\" or \"high\"");
+            throw ParamError(effort_param, std::string(effort_param) + " must be \"none\", \"low\", \"medium\" or \"high\"");
         }
         const std::string effort = e->get<std::string>();
         p.think = effort == "none" ? ThinkSetting{false, ""} : ThinkSetting{true, effort};

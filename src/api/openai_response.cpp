@@ -109,21 +109,24 @@ json OpenAIWriter::answer_json(const AnswerPart & answer, const scheduler::DoneI
             if (answer.content.empty()) message["content"] = nullptr;
             message["tool_calls"] = tool_calls_json(answer.tool_calls, /*openai=*/true);
         }
-        // Not OpenAI's (it returns no reasoning text): the field llama-server and DeepSeek use.
-        if (!answer.thinking.empty()) message["reasoning_content"] = answer.thinking;
+        // Not OpenAI's (it returns no reasoning text): `reasoning` as Ollama's /v1 sends it,
+        // and `reasoning_content`, the field llama-server and DeepSeek use.
+        if (!answer.thinking.empty()) message["reasoning"] = message["reasoning_content"] = answer.thinking;
         choice["message"] = std::move(message);
     } else {
         choice["text"] = answer.content;
     }
     choice["logprobs"]      = logprobs(lps);
     choice["finish_reason"] = answer.tool_calls.empty() ? openai_finish_reason(done.reason) : "tool_calls";
-    return {{"id", id_},
-            {"object", endpoint_ == OpenAIEndpoint::chat ? "chat.completion" : "text_completion"},
-            {"created", created_},
-            {"model", model_},
-            {"system_fingerprint", "specd"},
-            {"choices", json::array({std::move(choice)})},
-            {"usage", openai_usage(done)}};
+    json j = {{"id", id_},
+              {"object", endpoint_ == OpenAIEndpoint::chat ? "chat.completion" : "text_completion"},
+              {"created", created_},
+              {"model", model_},
+              {"system_fingerprint", "specd"},
+              {"choices", json::array({std::move(choice)})},
+              {"usage", openai_usage(done)}};
+    add_warnings(j); // not OpenAI's: clients ignore a field they do not know
+    return j;
 }
 
 json OpenAIWriter::chunk(const AnswerPart & part, const char * finish_reason, const std::vector<TokenLogprob> & lps) {
@@ -132,7 +135,7 @@ json OpenAIWriter::chunk(const AnswerPart & part, const char * finish_reason, co
         json delta = json::object();
         if (!role_sent_) delta["role"] = "assistant";
         if (!finish_reason && (part.thinking.empty() || !part.content.empty())) delta["content"] = part.content;
-        if (!part.thinking.empty()) delta["reasoning_content"] = part.thinking;
+        if (!part.thinking.empty()) delta["reasoning"] = delta["reasoning_content"] = part.thinking;
         if (!part.tool_calls.empty()) {
             delta["tool_calls"] = tool_calls_json(part.tool_calls, /*openai=*/true, calls_sent_);
             calls_sent_ += part.tool_calls.size();
@@ -160,7 +163,9 @@ std::string OpenAIWriter::chunk_text(const AnswerPart & part, const std::vector<
 }
 
 std::string OpenAIWriter::chunk_done(const scheduler::DoneInfo & done) {
-    std::string out = sse_event(chunk("", calls_sent_ > 0 ? "tool_calls" : openai_finish_reason(done.reason)));
+    json finish = chunk("", calls_sent_ > 0 ? "tool_calls" : openai_finish_reason(done.reason));
+    add_warnings(finish);
+    std::string out = sse_event(finish);
     if (include_usage_) {
         json last       = chunk("", nullptr);
         last["choices"] = json::array();

@@ -7,6 +7,8 @@
 #include "api/ollama_request.h"
 #include "api/routes.h"
 
+#include <cstdio>
+
 namespace specd::api {
 
 namespace {
@@ -15,7 +17,9 @@ void serve_embed(const RouteContext & ctx, const http::Request & req, http::Resp
     const ServedModel m       = catalog_resolve(ctx.store, e.model);
     e.request.model           = m.files;
     e.request.context.num_ctx = ctx.cfg.default_num_ctx;
-    apply_options(m.params, e.options, e.request);
+    std::vector<std::string> warnings; // logged only: an embedding answer has no place for them
+    apply_options(m.params, e.options, e.request, warnings);
+    for (const std::string & w : warnings) std::fprintf(stderr, "specd: %s: %s\n", m.files.name.c_str(), w.c_str());
     auto        job = ctx.scheduler.submit(std::move(e.request));
     EventWaiter waiter(*job, req);
     for (auto ev = waiter.next(); ev; ev = waiter.next()) {

@@ -62,6 +62,7 @@ std::vector<ToolCall> decode_tool_calls(const json & calls, const std::string & 
         auto              f  = c.is_object() ? c.find("function") : c.end();
         if (!c.is_object() || f == c.end() || !f->is_object()) throw bad_request(at + ".function must be an object");
         ToolCall call;
+        call.id   = opt_string(c, "id").value_or("");
         call.name = opt_string(*f, "name").value_or("");
         if (call.name.empty()) throw bad_request(at + ".function.name is required");
         auto a = f->find("arguments");
@@ -86,11 +87,12 @@ json tool_calls_json(const std::vector<ToolCall> & calls, bool openai, size_t fi
         const ToolCall & c = calls[i];
         if (openai) {
             out.push_back({{"index", first_index + i},
-                           {"id", call_id()},
+                           {"id", c.id.empty() ? call_id() : c.id},
                            {"type", "function"},
                            {"function", {{"name", c.name}, {"arguments", parse_object_text(c.arguments).dump()}}}});
         } else {
-            out.push_back({{"function", {{"index", first_index + i}, {"name", c.name}, {"arguments", parse_object_text(c.arguments)}}}});
+            out.push_back({{"id", c.id.empty() ? call_id() : c.id},
+                           {"function", {{"index", first_index + i}, {"name", c.name}, {"arguments", parse_object_text(c.arguments)}}}});
         }
     }
     return out;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace specd {
@@ -19,6 +20,11 @@ struct SamplingOptions {
     float   presence_penalty  = 0.0f;
     float   frequency_penalty = 0.0f;
     int64_t seed              = -1; // -1: a fresh random seed per request
+    int32_t mirostat          = 0;  // 1, 2: mirostat instead of top-k/typical/top-p/min-p
+    float   mirostat_tau      = 5.0f;
+    float   mirostat_eta      = 0.1f;
+    // Added to a token's logit before anything else (OpenAI's logit_bias): (token id, bias).
+    std::vector<std::pair<int32_t, float>> logit_bias = {};
 };
 
 // Options that shape the loaded context: a request that changes them reloads the model.

@@ -21,6 +21,7 @@ using ImagePtr = std::shared_ptr<const vision::DecodedImage>;
 struct ToolCall {
     std::string name;
     std::string arguments;
+    std::string id = {}; // the client's, in a conversation; empty: one is made up on the way out
 };
 
 // A function the model may call: `parameters` is the text of its JSON schema.
@@ -37,6 +38,7 @@ struct Message {
     std::string           thinking   = {}; // assistant: its earlier reasoning
     std::vector<ToolCall> tool_calls = {}; // assistant: the calls it made
     std::string           tool_name  = {}; // tool: the function whose result this is
+    std::string           tool_call_id = {}; // tool: the call (ToolCall::id) it answers
 };
 
 // `think`: whether the model reasons before it answers, and how hard ("low" | "medium" |

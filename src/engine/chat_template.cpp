@@ -19,7 +19,8 @@ std::vector<common_chat_msg> to_common(const std::vector<Message> & messages) {
         msg.content           = m.content;
         msg.reasoning_content = m.thinking;
         msg.tool_name         = m.tool_name;
-        for (const auto & c : m.tool_calls) msg.tool_calls.push_back({c.name, c.arguments, ""});
+        msg.tool_call_id      = m.tool_call_id;
+        for (const auto & c : m.tool_calls) msg.tool_calls.push_back({c.name, c.arguments, c.id});
         out.push_back(std::move(msg));
     }
     return out;

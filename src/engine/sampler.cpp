@@ -31,6 +31,14 @@ class ScopedTimer {
 Sampler::Sampler(const Model & model, const SamplingOptions & o, const std::string & grammar, bool penalties) :
     vocab_(model.vocab()), greedy_(o.temperature <= 0.0f) {
     if (!grammar.empty()) constraint_ = std::make_unique<grammar::Constraint>(model.vocab_index(), grammar);
+    const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
+    for (const auto & [token, bias] : o.logit_bias) {
+        if (token < 0 || token >= n_vocab) {
+            throw Error(ErrorKind::bad_request, "logit_bias: token " + std::to_string(token) +
+                                                    " is not in the model's vocabulary (0 to " + std::to_string(n_vocab - 1) + ")");
+        }
+        if (bias != 0.0f) bias_.emplace_back(token, bias);
+    }
     const bool penalize = penalties && o.repeat_last_n != 0 &&
                           (o.repeat_penalty != 1.0f || o.frequency_penalty != 0.0f || o.presence_penalty != 0.0f);
     if (penalize) {
@@ -38,6 +46,12 @@ Sampler::Sampler(const Model & model, const SamplingOptions & o, const std::stri
                                                       o.frequency_penalty, o.presence_penalty));
     }
     if (greedy_) return;
+    temperature_ = o.temperature;
+    if (penalties && (o.mirostat == 1 || o.mirostat == 2)) {
+        // As llama.cpp and Ollama: mirostat replaces top-k, typical, top-p and min-p.
+        mirostat_.emplace(o.mirostat, o.mirostat_tau, o.mirostat_eta, llama_vocab_n_tokens(vocab_));
+        return;
+    }
     top_k_ = std::max(0, o.top_k);
     chain_.reset(llama_sampler_chain_init(llama_sampler_chain_default_params()));
     auto * c = chain_.get();
@@ -56,7 +70,7 @@ void Sampler::accept_history(std::span<const llama_token> tokens) {
 spec::TokenDist Sampler::distribution(llama_context * ctx, int32_t idx) {
     const float * logits  = llama_get_logits_ith(ctx, idx);
     const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
-    if (greedy_ && !penalties_ && !constraint_) {
+    if (greedy_ && !penalties_ && !constraint_ && bias_.empty()) {
         // The argmax of the raw logits, without copying them into candidates: this runs for
         // every verified and every drafted position.
         const float * best = std::max_element(logits, logits + n_vocab);
@@ -65,6 +79,7 @@ spec::TokenDist Sampler::distribution(llama_context * ctx, int32_t idx) {
     }
     cur_.resize(n_vocab);
     for (llama_token t = 0; t < n_vocab; ++t) cur_[t] = llama_token_data{t, logits[t], 0.0f};
+    for (const auto & [token, bias] : bias_) cur_[size_t(token)].logit += bias;
     llama_token_data_array arr{cur_.data(), cur_.size(), -1, false};
 
     const auto argmax = [&] {
@@ -97,6 +112,18 @@ spec::TokenDist Sampler::distribution(llama_context * ctx, int32_t idx) {
         if (top_k_ > 0) constraint_->legal_top(arr, static_cast<size_t>(top_k_));
         else constraint_->apply(arr);
     }
+    if (mirostat_) {
+        for (size_t i = 0; i < arr.size; ++i) arr.data[i].logit /= temperature_;
+        mirostat_->apply(arr);
+        if (arr.size == 0 || std::isinf(arr.data[0].logit)) throw Error(ErrorKind::internal, "no token is possible");
+        last_ = {};
+        for (size_t i = 0; i < arr.size; ++i) {
+            if (arr.data[i].p <= 0.0f) continue;
+            last_.ids.push_back(arr.data[i].id);
+            last_.probs.push_back(arr.data[i].p);
+        }
+        return last_;
+    }
     llama_sampler_apply(chain_.get(), &arr);
 
     spec::TokenDist d;
@@ -125,6 +152,7 @@ void Sampler::accept(llama_token token) {
         constraint_->accept(token);
     }
     if (penalties_) llama_sampler_accept(penalties_.get(), token);
+    if (mirostat_) mirostat_->accept(last_.prob_of(token));
 }
 
 } // namespace specd::engine

@@ -46,6 +46,9 @@ const Field k_fields[] = {
     {"presence_penalty",  &Parameters::presence_penalty,  -k_inf, k_inf},
     {"frequency_penalty", &Parameters::frequency_penalty, -k_inf, k_inf},
     {"seed",              &Parameters::seed,              -k_inf, k_inf},   // -1 random per request
+    {"mirostat",          &Parameters::mirostat,          0,    2},     // 0 off, 1 or 2 the version
+    {"mirostat_tau",      &Parameters::mirostat_tau,      0,    k_inf},
+    {"mirostat_eta",      &Parameters::mirostat_eta,      0,    k_inf},
     {"stop",              StopField{},                    0,    0},
 };
 

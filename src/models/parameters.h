@@ -30,6 +30,9 @@ struct Parameters {
     std::optional<double>    presence_penalty;
     std::optional<double>    frequency_penalty;
     std::optional<int64_t>   seed;
+    std::optional<int32_t>   mirostat;
+    std::optional<double>    mirostat_tau;
+    std::optional<double>    mirostat_eta;
     std::vector<std::string> stop; // accumulates: each `stop` adds one string
 
     // Sets one parameter from its Modelfile text. Returns the reason on failure: an unknown

@@ -262,4 +262,39 @@ describe('generate', () => {
     assert.equal(r.done_reason, 'unload');
     assert.deepEqual(await waitUnloaded(), []);
   });
+
+  test('options the server does not know are ignored, as Ollama does, and listed in warnings', async () => {
+    const options = greedy({ num_gqa: 8, tfs_z: 0.5 });
+    const r = await h.srv.client.generate({ model: MODEL, prompt: 'hi', options });
+    const plain = await h.srv.client.generate({ model: MODEL, prompt: 'hi', options: greedy() });
+    assert.equal(r.response, plain.response, 'the ignored options change nothing');
+    assert.deepEqual(r.warnings, ['option "num_gqa" is not a known option: ignored',
+      'option tfs_z is not supported (llama.cpp removed it): ignored']);
+    assert.equal(plain.warnings, undefined, 'no warnings without a reason');
+    const streamed = await collect(await h.srv.client.generate({ model: MODEL, prompt: 'hi', options, stream: true }));
+    assert.deepEqual(streamed.final.warnings, r.warnings);
+    assert.ok(streamed.parts.slice(0, -1).every((p) => p.warnings === undefined), 'only the final chunk carries them');
+    const chat = await h.srv.client.chat({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], options });
+    assert.equal(chat.warnings.length, 2);
+    // A known option with a wrong value is still refused.
+    const bad = await h.srv.client.generate({ model: MODEL, prompt: 'hi', options: { top_k: 'many' } }).catch((e) => e);
+    assert.match(String(bad.message ?? bad), /top_k/);
+  });
+
+  test('mirostat 2 with a tiny target surprise keeps only the most probable token: the greedy answer at any seed', async () => {
+    const greedyText = (await h.srv.client.generate({ model: MODEL, prompt: 'Tell me a story.', options: greedy({ num_predict: 16 }) })).response;
+    const sampled = async (seed, extra) => (await h.srv.client.generate({
+      model: MODEL, prompt: 'Tell me a story.', options: { temperature: 1, seed, num_predict: 16, ...extra },
+    })).response;
+    // Without mirostat, temperature 1 wanders off the greedy answer (so the check below can fail).
+    const free = await Promise.all([1, 2, 3].map((seed) => sampled(seed, {})));
+    assert.ok(free.some((t) => t !== greedyText), 'sampling at temperature 1 never left the greedy answer');
+    for (const seed of [1, 2, 3]) {
+      assert.equal(await sampled(seed, { mirostat: 2, mirostat_tau: 0.01, mirostat_eta: 0.1 }), greedyText, `seed ${seed}`);
+    }
+    // A generous target surprise samples freely again; version 1 runs too.
+    const loose = await Promise.all([1, 2, 3].map((seed) => sampled(seed, { mirostat: 2, mirostat_tau: 20 })));
+    assert.ok(loose.some((t) => t !== greedyText));
+    assert.equal(typeof await sampled(4, { mirostat: 1, mirostat_tau: 3 }), 'string');
+  });
 });

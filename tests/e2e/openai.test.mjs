@@ -351,6 +351,45 @@ describe('openai /v1', () => {
   });
 });
 
+
+describe('openai /v1 logit_bias', () => {
+  const h = useServer({ models: [{ name: 'tiny' }] });
+
+  test('a bias of 100 on a token makes it every greedy token; -100 bans it; an id past the vocabulary is a 400', async () => {
+    const openai = client(h.srv);
+    const ask = (logit_bias) => openai.chat.completions.create({
+      model: 'tiny', messages: history, temperature: 0, max_tokens: 6, logprobs: true, ...(logit_bias ? { logit_bias } : {}),
+    });
+    const tokens = (r) => r.choices[0].logprobs.content.map((t) => t.token);
+    const plain = tokens(await ask());
+    assert.ok(new Set(plain).size > 1, `the unbiased answer repeats one token: ${JSON.stringify(plain)}`);
+    const forced = [];
+    for (const id of ['300', '301']) {
+      const t = tokens(await ask({ [id]: 100 }));
+      assert.equal(t.length, 6);
+      assert.equal(new Set(t).size, 1, `${id}: ${JSON.stringify(t)}`);
+      forced.push(t[0]);
+    }
+    assert.notEqual(forced[0], forced[1], 'two ids force two different tokens');
+    // Banning the greedy answer's first token (its id from /api/generate's context, the same
+    // prompt and answer as /v1/completions) changes that token.
+    const prompt = 'Why is the sky blue?';
+    const g = await h.srv.client.generate({ model: 'tiny', prompt, options: { temperature: 0, num_predict: 3 } });
+    const first = g.context[g.context.length - 3];
+    const complete = (logit_bias) => openai.completions.create({
+      model: 'tiny', prompt, temperature: 0, max_tokens: 3, logprobs: 1, ...(logit_bias ? { logit_bias } : {}),
+    });
+    const unbiased = await complete();
+    assert.equal(unbiased.choices[0].text, g.response);
+    const banned = await complete({ [String(first)]: -100 });
+    assert.notEqual(banned.choices[0].logprobs.tokens[0], unbiased.choices[0].logprobs.tokens[0]);
+    const outside = await rejectsWith(ask({ '99999999': 5 }), OpenAI.BadRequestError);
+    assert.match(outside.message, /not in the model's vocabulary/);
+    const range = await rejectsWith(ask({ '5': 101 }), OpenAI.BadRequestError);
+    assert.equal(range.param, 'logit_bias');
+  });
+});
+
 describe('openai /v1 access rules', () => {
   test('API key (Bearer), Host check, CORS and the body limit apply to /v1, errors in OpenAI\'s shape', async () => {
     const srv = await startServer({ env: { SPECD_API_KEY: 'k3y', SPECD_MAX_BODY: '4K' } });

@@ -218,6 +218,25 @@ describe('think', () => {
     const off = await openai.chat.completions.create({ model: 'think', messages, reasoning_effort: 'none', max_tokens: 1, temperature: 0 });
     const on = await openai.chat.completions.create({ model: 'think', messages, reasoning_effort: 'low', max_tokens: 1, temperature: 0 });
     assert.ok(off.usage.prompt_tokens > on.usage.prompt_tokens, 'reasoning_effort none renders the empty block');
+    // The Responses API's form, which Ollama's /v1 also reads on chat, means the same.
+    const offToo = await openai.chat.completions.create({ model: 'think', messages, reasoning: { effort: 'none' }, max_tokens: 1, temperature: 0 });
+    assert.equal(offToo.usage.prompt_tokens, off.usage.prompt_tokens);
+    // The reasoning comes back as Ollama's /v1 sends it (`reasoning`) and as llama-server's
+    // (`reasoning_content`), whole and streamed. (Random weights never open a reasoning block
+    // by themselves; under a response_format the grammar opens it.)
+    const ask = { model: 'think', messages, reasoning_effort: 'low', max_tokens: 8, temperature: 0, response_format: { type: 'json_object' } };
+    const reasoned = await openai.chat.completions.create(ask);
+    const m = reasoned.choices[0].message;
+    assert.ok(m.reasoning.length > 0, JSON.stringify(m));
+    assert.equal(m.reasoning, m.reasoning_content);
+    const stream = await openai.chat.completions.create({ ...ask, stream: true });
+    let r1 = '', r2 = '';
+    for await (const c of stream) {
+      r1 += c.choices[0]?.delta?.reasoning ?? '';
+      r2 += c.choices[0]?.delta?.reasoning_content ?? '';
+    }
+    assert.equal(r1, m.reasoning);
+    assert.equal(r2, m.reasoning);
     const bad = await openai.chat.completions.create({ model: 'tiny', messages, tools: TOOLS }).catch((e) => e);
     assert.ok(bad instanceof OpenAI.BadRequestError);
     assert.equal(bad.param, 'tools');

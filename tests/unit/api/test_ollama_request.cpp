@@ -4,10 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace specd;
 using namespace specd::api;
 
 namespace {
+
+// apply_options for the tests that do not look at its warnings.
+void apply_options(const models::Parameters & model, const json & options, GenerateRequest & r) {
+    std::vector<std::string> warnings;
+    api::apply_options(model, options, r, warnings);
+}
 
 // The message of the bad_request that `fn` throws ("" when it does not throw one).
 template <class F> std::string bad_request_message(F fn) {
@@ -124,7 +132,7 @@ TEST(OllamaRequest, RejectsBadOptions) {
     const std::vector<json> bad = {
         {{"num_ctx", 0}}, {{"num_ctx", -5}}, {{"num_ctx", (1 << 24) + 1}}, {{"num_predict", -3}},
         {{"num_predict", 1 << 30}}, {{"temperature", "hot"}}, {{"top_p", 2}}, {{"temperature", -1}},
-        {{"mirostat", 2}}, {{"no_such_option", 1}}, {{"use_mmap", 1}},
+        {{"mirostat", 3}}, {{"mirostat_tau", -1}}, {{"use_mmap", 1}},
     };
     for (const auto & o : bad) {
         GenerateRequest r;
@@ -217,4 +225,55 @@ TEST(JsonInput, RejectsHostileBodies) {
     EXPECT_FALSE(bad_request_message([] { parse_body(std::string(100000, '[')); }).empty());
     EXPECT_FALSE(bad_request_message([] { parse_body("{\"model\": \"\xff\xfe\"}"); }).empty());
     EXPECT_EQ(parse_body("{\"a\": \"[[[[\"}")["a"], "[[[[");
+}
+
+// As Ollama: an option the server does not know is ignored, and said so (no silent downgrade);
+// a known one with a bad value is still a 400.
+TEST(OllamaRequest, UnknownOptionsAreIgnoredWithAWarning) {
+    GenerateRequest          r;
+    std::vector<std::string> warnings;
+    api::apply_options({}, json{{"num_gqa", 8}, {"temperature", 0.5}, {"tfs_z", 0.9}, {"penalize_newline", true},
+                                {"top_k", nullptr}, {"weird\nkey", 1}},
+                       r, warnings);
+    EXPECT_EQ(r.generate.sampling.temperature, 0.5f);
+    EXPECT_EQ(r.generate.sampling.top_k, 40); // null: unset, the default stays
+    std::sort(warnings.begin(), warnings.end());
+    ASSERT_EQ(warnings.size(), 4u);
+    EXPECT_EQ(warnings[0], "option \"num_gqa\" is not a known option: ignored");
+    EXPECT_EQ(warnings[1], "option \"weird\\nkey\" is not a known option: ignored"); // quoted: it goes to the log
+    EXPECT_NE(warnings[2].find("penalize_newline is not supported"), std::string::npos);
+    EXPECT_NE(warnings[3].find("tfs_z is not supported"), std::string::npos);
+
+    // The values that change nothing need no warning.
+    std::vector<std::string> none;
+    api::apply_options({}, json{{"tfs_z", 1}, {"penalize_newline", false}, {"mirostat", 0}}, r, none);
+    EXPECT_TRUE(none.empty());
+}
+
+TEST(OllamaRequest, MirostatOptionsReachTheSampler) {
+    models::Parameters model;
+    model.mirostat_tau = 3.0; // a Modelfile's PARAMETER
+    GenerateRequest r;
+    apply_options(model, json{{"mirostat", 2}, {"mirostat_eta", 0.2}}, r);
+    EXPECT_EQ(r.generate.sampling.mirostat, 2);
+    EXPECT_FLOAT_EQ(r.generate.sampling.mirostat_tau, 3.0f);
+    EXPECT_FLOAT_EQ(r.generate.sampling.mirostat_eta, 0.2f);
+    GenerateRequest plain;
+    apply_options({}, json::object(), plain);
+    EXPECT_EQ(plain.generate.sampling.mirostat, 0);
+    EXPECT_FLOAT_EQ(plain.generate.sampling.mirostat_tau, 5.0f); // Ollama's defaults
+    EXPECT_FLOAT_EQ(plain.generate.sampling.mirostat_eta, 0.1f);
+}
+
+TEST(OllamaRequest, ChatToolMessagesKeepTheirCallIds) {
+    const auto d = decode_chat(json{{"model", "m"},
+                                    {"messages",
+                                     {{{"role", "assistant"},
+                                       {"tool_calls", {{{"id", "call_1"}, {"function", {{"name", "f"}, {"arguments", json::object()}}}}}}},
+                                      {{"role", "tool"}, {"tool_name", "f"}, {"tool_call_id", "call_1"}, {"content", "42"}}}}});
+    const auto & m = d.request.prompt.messages;
+    ASSERT_EQ(m.size(), 2u);
+    EXPECT_EQ(m[0].tool_calls.at(0).id, "call_1");
+    EXPECT_EQ(m[1].tool_call_id, "call_1");
+    EXPECT_EQ(m[1].tool_name, "f");
 }

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace specd;
 using namespace specd::api;
 
@@ -138,7 +140,7 @@ TEST(OpenAIRequest, RefusalsNameTheirField) {
         {chat_body({{"top_logprobs", 3}}), "top_logprobs", "requires logprobs"},
         {chat_body({{"logprobs", true}, {"top_logprobs", 21}}), "top_logprobs", "from 0 to 20"},
         {chat_body({{"logprobs", true}, {"top_logprobs", -1}}), "top_logprobs", "from 0 to 20"},
-        {chat_body({{"logit_bias", {{"50256", -100}}}}), "logit_bias", "not supported yet"},
+        {chat_body({{"logit_bias", {{"50256", -101}}}}), "logit_bias", "from -100 to 100"},
         {chat_body({{"modalities", {"text", "audio"}}}), "modalities", "not supported yet"},
         {chat_body({{"n", 2}}), "n", "n must be 1"},
         {chat_body({{"temperature", 2.5}}), "temperature", "from 0 to 2"},
@@ -242,12 +244,62 @@ TEST(OpenAIRequest, AcceptedOptionsAlwaysApply) {
                                   json{{"temperature", 2}, {"top_p", 1}, {"seed", INT64_MAX}, {"max_tokens", k_max_num_predict},
                                        {"frequency_penalty", 2}, {"presence_penalty", 2}, {"stop", {"\n", "END"}}}}) {
         OpenAIRequest r = decode_openai_chat(chat_body(extremes));
-        EXPECT_NO_THROW(apply_options(models::Parameters{}, r.decoded.options, r.decoded.request)) << extremes.dump();
+        EXPECT_NO_THROW(apply_options(models::Parameters{}, r.decoded.options, r.decoded.request, r.decoded.warnings))
+            << extremes.dump();
+        EXPECT_TRUE(r.decoded.warnings.empty()) << extremes.dump();
     }
     OpenAIRequest r = decode_openai_chat(chat_body({{"temperature", 0}, {"max_tokens", 3}, {"seed", 9}, {"stop", "x"}}));
-    apply_options(models::Parameters{}, r.decoded.options, r.decoded.request);
+    apply_options(models::Parameters{}, r.decoded.options, r.decoded.request, r.decoded.warnings);
     EXPECT_EQ(r.decoded.request.generate.sampling.temperature, 0.0f);
     EXPECT_EQ(r.decoded.request.generate.num_predict, 3);
     EXPECT_EQ(r.decoded.request.generate.sampling.seed, 9);
     EXPECT_EQ(r.decoded.request.generate.stop, std::vector<std::string>{"x"});
+}
+
+TEST(OpenAIRequest, LogitBiasIsReadAsTokenIdsAndBiases) {
+    OpenAIRequest r = decode_openai_chat(chat_body({{"logit_bias", {{"15", -100}, {"7", 2.5}}}}));
+    auto bias = r.decoded.request.generate.sampling.logit_bias;
+    std::sort(bias.begin(), bias.end());
+    EXPECT_EQ(bias, (std::vector<std::pair<int32_t, float>>{{7, 2.5f}, {15, -100.0f}}));
+    EXPECT_TRUE(decode_openai_chat(chat_body({{"logit_bias", json::object()}})).decoded.request.generate.sampling.logit_bias.empty());
+    for (const json & bad : {json{{"x", 1}}, json{{"-3", 1}}, json{{"12", 101}}, json{{"12", "high"}}, json{{"1.5", 1}},
+                             json::array({1, 2})}) {
+        EXPECT_EQ(param_error([&] { decode_openai_chat(chat_body({{"logit_bias", bad}})); }).first, "logit_bias") << bad.dump();
+    }
+}
+
+TEST(OpenAIRequest, ReasoningEffortInEitherForm) {
+    const auto think = [](const json & extra) { return decode_openai_chat(chat_body(extra)).decoded.request.prompt.think; };
+    ASSERT_TRUE(think({{"reasoning", {{"effort", "low"}}}}));
+    EXPECT_TRUE(think({{"reasoning", {{"effort", "low"}}}})->enabled);
+    EXPECT_EQ(think({{"reasoning", {{"effort", "low"}}}})->effort, "low");
+    EXPECT_FALSE(think({{"reasoning", {{"effort", "none"}}}})->enabled);
+    // reasoning_effort wins over reasoning.effort.
+    EXPECT_EQ(think({{"reasoning_effort", "high"}, {"reasoning", {{"effort", "low"}}}})->effort, "high");
+    EXPECT_EQ(param_error([&] { decode_openai_chat(chat_body({{"reasoning", {{"effort", "max"}}}})); }).first, "reasoning.effort");
+    EXPECT_EQ(param_error([&] { decode_openai_chat(chat_body({{"reasoning", "low"}})); }).first, "reasoning");
+}
+
+TEST(OpenAIRequest, AToolResultIsTiedToItsCallById) {
+    const json body = {{"model", "m"},
+                       {"messages",
+                        {{{"role", "user"}, {"content", "weather?"}},
+                         {{"role", "assistant"},
+                          {"content", nullptr},
+                          {"tool_calls",
+                           {{{"id", "call_a"}, {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", "{}"}}}},
+                            {{"id", "call_b"}, {"type", "function"}, {"function", {{"name", "get_time"}, {"arguments", "{}"}}}}}}},
+                         {{"role", "tool"}, {"tool_call_id", "call_b"}, {"content", "noon"}},
+                         {{"role", "tool"}, {"tool_call_id", "call_a"}, {"content", "sunny"}},
+                         {{"role", "tool"}, {"tool_call_id", "call_x"}, {"name", "lookup"}, {"content", "?"}}}}};
+    const auto & m = decode_openai_chat(body).decoded.request.prompt.messages;
+    ASSERT_EQ(m.size(), 5u);
+    EXPECT_EQ(m[1].tool_calls.at(0).id, "call_a");
+    EXPECT_EQ(m[2].tool_call_id, "call_b");
+    EXPECT_EQ(m[2].tool_name, "get_time");
+    EXPECT_EQ(m[3].tool_name, "get_weather");
+    EXPECT_EQ(m[4].tool_name, "lookup"); // named by the message itself
+    json bad = body;
+    bad["messages"][2]["tool_call_id"] = 5;
+    EXPECT_EQ(param_error([&] { decode_openai_chat(bad); }).first, "messages[2].tool_call_id");
 }

@@ -53,7 +53,17 @@ TEST(ToolJson, OllamaChunksCarryThinkingAndCalls) {
     const json chat = text_chunk("m", answer("hi", "hmm", k_call), /*chat=*/true);
     EXPECT_EQ(chat["message"]["content"], "hi");
     EXPECT_EQ(chat["message"]["thinking"], "hmm");
-    EXPECT_EQ(chat["message"]["tool_calls"], json::parse(R"([{"function":{"index":0,"name":"get_weather","arguments":{"city":"Paris"}}}])"));
+    json calls = chat["message"]["tool_calls"];
+    ASSERT_EQ(calls.size(), 1u);
+    // Every call carries an id (Ollama's newer form), made up when the model's answer had none.
+    EXPECT_TRUE(calls[0]["id"].is_string() && calls[0]["id"].get<std::string>().starts_with("call_")) << calls.dump();
+    calls[0].erase("id");
+    EXPECT_EQ(calls, json::parse(R"([{"function":{"index":0,"name":"get_weather","arguments":{"city":"Paris"}}}])"));
+    // A call that has an id (one the client sent back) keeps it.
+    ToolCall with_id = k_call.front();
+    with_id.id       = "call_7";
+    EXPECT_EQ(tool_calls_json({with_id}, /*openai=*/false)[0]["id"], "call_7");
+    EXPECT_EQ(tool_calls_json({with_id}, /*openai=*/true)[0]["id"], "call_7");
     const json gen = text_chunk("m", answer("{}", "hmm", {}), /*chat=*/false);
     EXPECT_EQ(gen["response"], "{}");
     EXPECT_EQ(gen["thinking"], "hmm");

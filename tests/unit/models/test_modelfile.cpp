@@ -156,7 +156,7 @@ TEST(Modelfile, ErrorsCarryTheLineNumber) {
         {"FROM x\nRENDERER qwen3\n", "line 2: unknown instruction: RENDERER"},
         {"FROM x\n  : y\n", "line 2: expected an instruction"},
         {"FROM x\nFROM:y\n", "line 2: expected an instruction"},
-        {"FROM x\n\nPARAMETER mirostat 2\n", "line 3: unknown parameter: mirostat"},
+        {"FROM x\n\nPARAMETER num_gqa 2\n", "line 3: unknown parameter: num_gqa"},
         {"FROM x\nPARAMETER num_gpu 99\n", "line 2: unknown parameter: num_gpu"},
         {"FROM x\nPARAMETER\n", "line 2: PARAMETER needs a name and a value"},
         {"FROM x\nPARAMETER temperature\n", "line 2: PARAMETER temperature needs a value"},

@@ -7,7 +7,8 @@ using nlohmann::json;
 
 TEST(Parameters, UnknownNamesAreNamed) {
     Parameters p;
-    EXPECT_EQ(p.set("mirostat", "1"), "unknown parameter: mirostat");
+    EXPECT_EQ(p.set("num_gqa", "1"), "unknown parameter: num_gqa");
+    EXPECT_EQ(p.set("mirostat", "3"), "invalid value for parameter mirostat: must be between 0 and 2");
     EXPECT_EQ(p.set_json("num_gpu", 1), "unknown parameter: num_gpu");
     EXPECT_TRUE(is_known_parameter("draft_num_predict"));
     EXPECT_FALSE(is_known_parameter("Temperature")); // callers lowercase Modelfile names
