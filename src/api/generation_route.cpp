@@ -69,6 +69,15 @@ void serve_generation(const RouteContext & ctx, http::Request & req, http::Respo
         messages.insert(messages.begin(), m.messages.begin(), m.messages.end());
     }
     d.request.context.num_ctx = ctx.cfg.default_num_ctx;
+    if (!d.schema_unenforced.empty()) {
+        // As Ollama, a schema with keywords the grammar cannot enforce is served (without
+        // them, said in warnings); strict, it is refused as before.
+        if (ctx.cfg.strict_schema) {
+            throw bad_request("invalid format: unsupported JSON schema feature " + d.schema_unenforced.front() +
+                              " (SPECD_STRICT_SCHEMA is set)");
+        }
+        for (const std::string & w : d.schema_unenforced) d.warnings.push_back("format: " + w);
+    }
     apply_options(m.params, d.options, d.request, d.warnings);
     for (const std::string & w : d.warnings) std::fprintf(stderr, "specd: %s: %s\n", m.files.name.c_str(), w.c_str());
     check_prompt_text(d.request.prompt, d.request.context.num_ctx); // before anything renders it

@@ -31,12 +31,17 @@ json details_of(const models::ModelConfig & c) {
             {"parameter_size", c.model_type}, {"quantization_level", c.file_type}};
 }
 
+// An array is its values when they were read (verbose), else null (Ollama omits big arrays).
 json meta_value(const engine::MetaEntry & e) {
     return std::visit(
         [](const auto & v) -> json {
             using T = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, engine::MetaEntry::Array>) return nullptr; // Ollama omits big arrays
-            else return v;
+            if constexpr (std::is_same_v<T, engine::MetaEntry::Array>) {
+                if (v.values.size() != v.length || v.length == 0) return nullptr;
+                json out = json::array();
+                for (const auto & x : v.values) std::visit([&](const auto & y) { out.push_back(y); }, x);
+                return out;
+            } else return v;
         },
         e.value);
 }
@@ -117,13 +122,14 @@ json catalog_tags(const models::Store & store) {
     return {{"models", models}};
 }
 
-json catalog_show(const models::Store & store, const std::string & name) {
+json catalog_show(const models::Store & store, const std::string & name, bool verbose) {
     const auto                  parsed = parse_name(name);
     const models::ResolvedModel r      = resolve_or_404(store, parsed, name);
-    const engine::GgufInfo info = engine::read_gguf_info(r.model_gguf);
+    const engine::GgufInfo info = engine::read_gguf_info(r.model_gguf, verbose);
     json model_info = json::object();
     for (const auto & e : info.metadata) {
-        if (e.key.rfind("tokenizer.", 0) == 0 && std::holds_alternative<engine::MetaEntry::Array>(e.value)) {
+        // As Ollama: the tokenizer's arrays (the whole vocabulary) only when verbose.
+        if (!verbose && e.key.rfind("tokenizer.", 0) == 0 && std::holds_alternative<engine::MetaEntry::Array>(e.value)) {
             model_info[e.key] = nullptr;
             continue;
         }
@@ -138,8 +144,18 @@ json catalog_show(const models::Store & store, const std::string & name) {
                 {"parameters", models::to_show_text(r.params)},
                 {"template", r.template_text.value_or(info.chat_template)},
                 {"details", details_of(r.config)},
-                {"model_info", model_info},
+                {"model_info", std::move(model_info)},
                 {"capabilities", r.projector ? json::array({"completion", "vision"}) : json::array({"completion"})}};
+    if (verbose) {
+        json tensors = json::array();
+        for (const auto & t : info.tensors) tensors.push_back({{"name", t.name}, {"type", t.type}, {"shape", t.shape}});
+        out["tensors"] = std::move(tensors);
+    }
+    // Ollama's renderer, parser and requires, when the model has them (kept, not used: the
+    // model's template renders).
+    if (!r.config.renderer.empty()) out["renderer"] = r.config.renderer;
+    if (!r.config.parser.empty()) out["parser"] = r.config.parser;
+    if (!r.config.requires_version.empty()) out["requires"] = r.config.requires_version;
     // Ollama: an embedding model lists "embedding" instead of "completion".
     const engine::ModelTraits traits = traits_of(r);
     auto & capabilities = out["capabilities"];
@@ -181,8 +197,11 @@ void catalog_copy(models::Store & store, const std::string & source, const std::
     }
 }
 
-void catalog_create(models::Store & store, const json & body, const std::function<void(const std::string &)> & progress) {
-    const auto name = parse_name(require_string(body, "model"));
+void catalog_create(models::Store & store, const json & body, const std::function<void(const std::string &)> & progress,
+                    const engine::TensorProgress & tensors) {
+    // `name` is what Ollama's create took before `model`; it still reads it.
+    const auto name = parse_name(body.contains("model") || !body.contains("name") ? require_string(body, "model")
+                                                                                : require_string(body, "name"));
     models::Modelfile mf;
     if (auto from = opt_string(body, "from"); from && !from->empty()) {
         if (!models::parse(*from)) throw bad_request("from must name a model");
@@ -200,8 +219,21 @@ void catalog_create(models::Store & store, const json & body, const std::functio
         }
     }
     if (mf.from.empty()) throw bad_request("neither 'from' nor 'files' was specified");
+    // The draft as Ollama's create names it: `draft_files` (file name -> uploaded blob, one).
+    if (auto it = body.find("draft_files"); it != body.end() && !it->is_null()) {
+        if (!it->is_object() || it->size() > 1) throw bad_request("draft_files must be an object of one file name -> digest");
+        for (const auto & [file, digest] : it->items()) {
+            if (!digest.is_string()) throw bad_request("draft_files: digest of " + file + " must be a string");
+            const auto path = store.blob_path(digest.get<std::string>()); // validates the digest
+            if (!store.has_blob(digest.get<std::string>())) {
+                throw bad_request("draft blob " + digest.get<std::string>() + " not found; upload it to /api/blobs first");
+            }
+            mf.draft = path.string();
+        }
+    }
     // specd's extension for speculation: `draft` names a stored model or an uploaded blob.
     if (auto draft = opt_string(body, "draft"); draft && !draft->empty()) {
+        if (mf.draft) throw bad_request("give the draft as draft or as draft_files, not both");
         if (models::is_valid_digest(*draft)) {
             if (!store.has_blob(*draft)) throw bad_request("draft blob " + *draft + " not found; upload it to /api/blobs first");
             mf.draft = store.blob_path(*draft).string();
@@ -212,6 +244,9 @@ void catalog_create(models::Store & store, const json & body, const std::functio
         }
     }
     if (auto v = opt_string(body, "system")) mf.system = *v;
+    if (auto v = opt_string(body, "renderer"); v && !v->empty()) mf.renderer = *v;
+    if (auto v = opt_string(body, "parser"); v && !v->empty()) mf.parser = *v;
+    if (auto v = opt_string(body, "requires"); v && !v->empty()) mf.requires_version = *v;
     if (auto v = opt_string(body, "template"); v && !v->empty()) mf.template_text = *v;
     if (auto it = body.find("adapters"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) throw bad_request("adapters must be an object of file name -> digest");
@@ -226,10 +261,10 @@ void catalog_create(models::Store & store, const json & body, const std::functio
     }
     if (auto it = body.find("messages"); it != body.end() && !it->is_null()) mf.messages = parse_create_messages(*it);
     std::function<void(const std::filesystem::path &, const std::filesystem::path &)> quantize;
-    if (auto q = opt_string(body, "quantize"); q && !q->empty()) quantize = quantize_rewrite(*q, progress);
+    if (auto q = opt_string(body, "quantize"); q && !q->empty()) quantize = quantize_rewrite(*q, progress, tensors);
     // specd's extension: quantize the DRAFT model as well.
     std::function<void(const std::filesystem::path &, const std::filesystem::path &)> quantize_draft;
-    if (auto q = opt_string(body, "draft_quantize"); q && !q->empty()) quantize_draft = quantize_rewrite(*q, progress);
+    if (auto q = opt_string(body, "draft_quantize"); q && !q->empty()) quantize_draft = quantize_rewrite(*q, progress, tensors);
     if (auto it = body.find("parameters"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) throw bad_request("parameters must be an object");
         for (const auto & [key, value] : it->items()) {
@@ -280,14 +315,15 @@ void check_adapter_fits(const std::filesystem::path & model_gguf, const std::fil
 }
 
 std::function<void(const std::filesystem::path &, const std::filesystem::path &)>
-quantize_rewrite(const std::string & type, std::function<void(const std::string &)> progress) {
+quantize_rewrite(const std::string & type, std::function<void(const std::string &)> progress,
+                 engine::TensorProgress tensors) {
     const auto quantize = engine::parse_quantize_type(type);
     if (!quantize) {
         throw bad_request("unsupported quantization type " + type + "; supported: " + engine::supported_quantize_types());
     }
-    return [quantize = *quantize, progress = std::move(progress)](const std::filesystem::path & in,
-                                                                   const std::filesystem::path & out) {
-        engine::quantize_model(in, out, quantize, progress);
+    return [quantize = *quantize, progress = std::move(progress), tensors = std::move(tensors)](
+               const std::filesystem::path & in, const std::filesystem::path & out) {
+        engine::quantize_model(in, out, quantize, progress, tensors);
     };
 }
 

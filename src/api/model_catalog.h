@@ -3,6 +3,7 @@
 // /api/tags, /api/show, /api/delete and /api/copy.
 #include "api/json_input.h"
 #include "core/request.h"
+#include "engine/quantizer.h"
 #include "models/store.h"
 
 #include <functional>
@@ -20,7 +21,9 @@ struct ServedModel {
 ServedModel catalog_resolve(const models::Store & store, const std::string & name);
 
 json catalog_tags(const models::Store & store);
-json catalog_show(const models::Store & store, const std::string & name);
+// `verbose`: Ollama's show with verbose: the tokenizer's arrays in model_info and `tensors`
+// ({name, type, shape}).
+json catalog_show(const models::Store & store, const std::string & name, bool verbose = false);
 void catalog_delete(models::Store & store, const std::string & name);
 void catalog_copy(models::Store & store, const std::string & source, const std::string & destination);
 
@@ -28,9 +31,13 @@ void catalog_copy(models::Store & store, const std::string & source, const std::
 // names a stored model; `files` maps file names to blob digests already uploaded through
 // /api/blobs (the first .gguf one is the model); `adapters` maps LoRA file names to uploaded
 // digests; `quantize` (e.g. "q4_K_M") quantizes an F32/F16/BF16 model while it is stored,
-// `draft_quantize` (specd's) its draft model.
-// Paths are never taken from a client.
-void catalog_create(models::Store & store, const json & body, const std::function<void(const std::string &)> & progress);
+// `draft_quantize` its draft model; the draft as `draft_files` (Ollama's: one file name ->
+// uploaded digest) or `draft` (specd's: a stored model or a digest); `renderer`, `parser`,
+// `requires` kept in the config; `name` for `model` (Ollama's older field).
+// Paths are never taken from a client. `tensors` hears quantization's tensor count as it
+// goes.
+void catalog_create(models::Store & store, const json & body, const std::function<void(const std::string &)> & progress,
+                    const engine::TensorProgress & tensors = {});
 
 // Ollama lists digests as bare hex ("a2af..."), without the "sha256:" prefix.
 std::string bare_digest(const std::string & digest);
@@ -48,7 +55,8 @@ void check_adapter_fits(const std::filesystem::path & model_gguf, const std::fil
 // CreateOptions::rewrite_model for a quantization type a user named ("q4_K_M"); throws
 // bad_request for an unknown type.
 std::function<void(const std::filesystem::path &, const std::filesystem::path &)>
-quantize_rewrite(const std::string & type, std::function<void(const std::string &)> progress);
+quantize_rewrite(const std::string & type, std::function<void(const std::string &)> progress,
+                 engine::TensorProgress tensors = {});
 
 // The create options every create path uses: GGUF details and the DRAFT and ADAPTER checks.
 models::CreateOptions create_options(std::function<void(const std::string &)> progress);

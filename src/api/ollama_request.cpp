@@ -126,7 +126,7 @@ void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind)
     r.generate.shift    = opt_bool(body, "shift").value_or(true);
     r.generate.logprobs = decode_logprobs(body);
     if (auto it = body.find("format"); it != body.end()) {
-        r.generate.grammar              = format_grammar(*it);
+        r.generate.grammar              = format_grammar(*it, &d.schema_unenforced);
         r.generate.end_on_complete_json = !r.generate.grammar.empty();
     }
     r.prompt.think          = decode_think(body);
@@ -326,7 +326,7 @@ std::optional<KeepAlive> parse_keep_alive(const json & v) {
     return parse_keep_alive(json(secs));
 }
 
-std::string format_grammar(const json & format) {
+std::string format_grammar(const json & format, std::vector<std::string> * unenforced) {
     if (format.is_null()) return "";
     if (format.is_string()) {
         const auto s = format.get<std::string>();
@@ -334,7 +334,7 @@ std::string format_grammar(const json & format) {
         if (s == "json") return grammar::json_object_grammar();
         throw bad_request("invalid format: \"" + s + "\"; expected \"json\" or a valid JSON Schema object");
     }
-    if (format.is_object()) return grammar::schema_to_grammar(format.dump());
+    if (format.is_object()) return grammar::schema_to_grammar(format.dump(), grammar::SchemaLimits{}, unenforced);
     throw bad_request("invalid format: " + format.dump() + "; expected \"json\" or a valid JSON Schema object");
 }
 

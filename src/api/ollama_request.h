@@ -24,6 +24,9 @@ struct DecodedRequest {
     // What the request asked for that the server did not honour (an unknown option, a schema
     // keyword it accepts without enforcing): logged, and listed in the final response.
     std::vector<std::string> warnings;
+    // Keywords of the `format` schema accepted without being enforced (grammar::compile_schema):
+    // warnings, or with SPECD_STRICT_SCHEMA a 400 (serve_generation decides).
+    std::vector<std::string> schema_unenforced;
 };
 
 // Images (base64) are decoded here, within `limits`: every violation is a 400 naming it.
@@ -39,8 +42,9 @@ void apply_options(const models::Parameters & model_params, const json & request
 // keep_alive: a number of seconds or a Go-style duration ("5m", "1h30m", "0", "-1").
 std::optional<KeepAlive> parse_keep_alive(const json & value);
 
-// `format` -> grammar: "json", a JSON-schema object, or absent.
-std::string format_grammar(const json & format);
+// `format` -> grammar: "json", a JSON-schema object, or absent. Schema keywords accepted
+// without being enforced are named in `unenforced` (null: they are a bad_request).
+std::string format_grammar(const json & format, std::vector<std::string> * unenforced = nullptr);
 
 inline constexpr int32_t k_max_num_ctx     = 1 << 24;
 inline constexpr int32_t k_max_num_predict = 1 << 24;

@@ -69,7 +69,8 @@ void reject_unimplemented(const json & body, bool chat) {
     }
     for (const char * key : {"tool_choice", "function_call"}) {
         // "auto" is what the model does with tools anyway; "none" is handled by dropping them.
-        // Forcing a call ("required", a named function) is not enforced yet.
+        // Forcing a call ("required", a named function) is not enforced yet: llama.cpp's
+        // grammar for it in the pinned tree lets free text come before the call.
         if (const json * v = field(body, key); v && !(v->is_string() && (*v == "none" || *v == "auto"))) {
             throw ParamError(key, not_yet(std::string(key) + " other than \"auto\" or \"none\""));
         }
@@ -94,7 +95,7 @@ void reject_unimplemented(const json & body, bool chat) {
 
 // response_format -> the grammar `format` would give: json_object is format "json",
 // json_schema its schema (a schema that cannot be compiled is a 400 naming the field).
-void decode_response_format(const json & body, GenerateOptions & g) {
+void decode_response_format(const json & body, GenerateOptions & g, std::vector<std::string> * unenforced) {
     const json * rf = field(body, "response_format");
     if (!rf) return;
     if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
@@ -118,7 +119,7 @@ void decode_response_format(const json & body, GenerateOptions & g) {
         throw ParamError("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\", not \"" + type + "\"");
     }
     try {
-        g.grammar = format_grammar(format);
+        g.grammar = format_grammar(format, unenforced);
     } catch (const Error & e) {
         if (e.kind() != ErrorKind::bad_request) throw;
         throw ParamError(type == "json_schema" ? "response_format.json_schema.schema" : "response_format", e.what());
@@ -213,7 +214,7 @@ OpenAIRequest decode_common(const json & body, PromptSpec::Kind kind) {
     }
     d.options              = decode_options(body);
     d.request.prompt.kind  = kind;
-    decode_response_format(body, d.request.generate);
+    decode_response_format(body, d.request.generate, &d.schema_unenforced);
     d.request.generate.logprobs = decode_logprobs(body, kind == PromptSpec::Kind::chat);
     d.request.generate.sampling.logit_bias = decode_logit_bias(body);
     return r;

@@ -61,6 +61,10 @@ std::pair<int, json> openai_error_of(const std::exception & e) {
 
 const char * openai_finish_reason(DoneReason reason) { return reason == DoneReason::length ? "length" : "stop"; }
 
+std::string openai_id(const std::string & prefix) { return prefix + random_hex(); }
+
+int64_t unix_now() { return unix_seconds(std::chrono::system_clock::now()); }
+
 json openai_usage(const scheduler::DoneInfo & done) {
     const int64_t prompt     = done.stats.prompt_count;
     const int64_t completion = done.stats.eval_count;

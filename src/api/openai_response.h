@@ -22,6 +22,9 @@ json openai_error_json(int status, const std::string & message, const json & par
 std::pair<int, json> openai_error_of(const std::exception & e);
 
 const char * openai_finish_reason(DoneReason reason); // "stop" | "length"
+// `prefix` and 24 random hex digits ("chatcmpl-…", "resp_…"): unique, not secret.
+std::string openai_id(const std::string & prefix);
+int64_t     unix_now();
 // {prompt_tokens, completion_tokens, total_tokens}: the whole prompt, reused tokens included.
 json openai_usage(const scheduler::DoneInfo & done);
 

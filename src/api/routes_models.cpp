@@ -48,25 +48,57 @@ void upload_blob(models::Store & store, http::Request & req, http::Response & re
     res.status = 201;
 }
 
+// Progress streams live, as Ollama's does: hashing and quantizing a large model take minutes.
+// The stream opens with the first progress line, which comes once every check has passed
+// (nothing is written before): a refused create is still a 4xx with a JSON error, and a
+// failure after that is an error line in the stream. Quantization adds a line per tensor
+// with `total` and `completed` (its status, the "quantizing ..." line's).
+void serve_create(models::Store & store, const http::Request & req, http::Response & res, const json & body) {
+    const bool             stream = opt_bool(body, "stream").value_or(true);
+    http::ResponseStream * out    = nullptr;
+    std::string            last_status;
+    const auto send = [&](const json & line) {
+        if (!stream) {
+            if (req.client_gone()) throw Error(ErrorKind::cancelled, "the client went away");
+            return;
+        }
+        if (!out) {
+            res.status = 200;
+            out        = &res.stream("application/x-ndjson");
+        }
+        if (!out->write(ndjson_line(line))) throw Error(ErrorKind::cancelled, "the client went away");
+    };
+    try {
+        catalog_create(
+            store, body,
+            [&](const std::string & status) {
+                if (status == "success") return; // sent below, once the create returned
+                last_status = status;
+                send({{"status", status}});
+            },
+            [&](uint64_t done, uint64_t total) { send(pull_progress_json(last_status, "", total, done)); });
+    } catch (const std::exception & e) {
+        if (!out) throw; // before the stream: the route's error answer
+        const auto * err = dynamic_cast<const Error *>(&e);
+        if (!err || err->kind() != ErrorKind::cancelled) out->write(ndjson_line(error_body(e.what())));
+        return;
+    }
+    if (!stream) {
+        send_json(res, 200, {{"status", "success"}});
+        return;
+    }
+    send({{"status", "success"}});
+}
+
 } // namespace
 
 void add_model_routes(http::Router & router, RouteContext ctx) {
     router.get("/api/tags", [ctx](http::Request &, http::Response & res) { send_json(res, 200, catalog_tags(ctx.store)); });
     router.post("/api/show", json_route([ctx](http::Request &, http::Response & res, const json & body) {
-        send_json(res, 200, catalog_show(ctx.store, model_name(body)));
+        send_json(res, 200, catalog_show(ctx.store, model_name(body), opt_bool(body, "verbose").value_or(false)));
     }));
-    router.post("/api/create", json_route([ctx](http::Request &, http::Response & res, const json & body) {
-        const bool stream = opt_bool(body, "stream").value_or(true);
-        // Creating hashes files: quick for these sizes, so progress is collected and sent
-        // after the fact rather than streamed live.
-        std::string lines;
-        catalog_create(ctx.store, body, [&](const std::string & status) { lines += ndjson_line({{"status", status}}); });
-        if (!stream) {
-            send_json(res, 200, {{"status", "success"}});
-            return;
-        }
-        lines += ndjson_line({{"status", "success"}});
-        res.set_content(std::move(lines), "application/x-ndjson");
+    router.post("/api/create", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
+        serve_create(ctx.store, req, res, body);
     }));
     router.post("/api/pull", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
         serve_pull(ctx.store, req, res, body);

@@ -26,6 +26,9 @@ struct ServerConfig {
     int32_t               default_num_ctx = 4096; // fixed, never derived from memory size
     std::string           origins;                // SPECD_ORIGINS: extra allowed browser origins
     bool                  no_draft = false;       // --no-draft / SPECD_NO_DRAFT: speculation off
+    // SPECD_STRICT_SCHEMA: a `format` schema keyword the grammar cannot enforce is a 400
+    // instead of a warning.
+    bool                  strict_schema = false;
     // SPECD_UNSEEDED_SAMPLING (default rejection): requests without a seed verify drafts by
     // rejection sampling, which accepts more than the coupled seeded draw (bench/results/
     // coupling.md); `seeded` gives them the seeded draw too. With a seed, always the seeded

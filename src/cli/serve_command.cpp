@@ -97,6 +97,7 @@ int cmd_serve(const ServeOptions & o) {
         if (auto v = setting("ORIGINS")) cfg.origins = *v;
         if (const char * key = std::getenv("SPECD_API_KEY"); key && *key) cfg.api_key = key;
         if (auto v = setting("NO_DRAFT"); v && *v != "0" && *v != "false") cfg.no_draft = true;
+        if (auto v = setting("STRICT_SCHEMA"); v && *v != "0" && *v != "false") cfg.strict_schema = true;
         if (auto v = setting("MAX_QUEUE")) cfg.scheduler.max_queue = std::stoul(*v);
         if (auto v = setting("UNSEEDED_SAMPLING")) {
             if (*v == "seeded") cfg.unseeded_rejection = false;

@@ -28,6 +28,7 @@ void log_callback(ggml_log_level level, const char * text, void *) {
         if (level == GGML_LOG_LEVEL_ERROR) tl_lines.errors.emplace_back(text);
         if (level == GGML_LOG_LEVEL_WARN) tl_lines.warnings.emplace_back(text);
         if (level == GGML_LOG_LEVEL_INFO && std::strstr(text, " buffer size = ")) tl_lines.buffers.emplace_back(text);
+        if (level == GGML_LOG_LEVEL_INFO && tl_capture->on_info()) tl_capture->on_info()(text);
     }
     // llama.cpp is chatty at info level; specd shows its errors, everything with SPECD_DEBUG.
     if (g_verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
@@ -51,7 +52,7 @@ void ensure_backend() {
     });
 }
 
-LogCapture::LogCapture() : previous_(tl_capture) {
+LogCapture::LogCapture(std::function<void(const char *)> on_info) : previous_(tl_capture), on_info_(std::move(on_info)) {
     tl_capture = this;
     tl_lines   = {};
 }

@@ -1,5 +1,6 @@
 #pragma once
 // Process-wide llama.cpp set-up: backend initialisation (once) and where its log goes.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,9 @@ void ensure_backend();
 // so a failed load can say why instead of "failed to load".
 class LogCapture {
   public:
-    LogCapture();
+    // `on_info`: also called with each info-level line this thread logs while capturing
+    // (the quantizer reads its per-tensor progress from them).
+    explicit LogCapture(std::function<void(const char *)> on_info = {});
     ~LogCapture();
     LogCapture(const LogCapture &)             = delete;
     LogCapture & operator=(const LogCapture &) = delete;
@@ -23,8 +26,11 @@ class LogCapture {
     // llama.cpp's "<name> buffer size = <n> MiB" lines logged so far (what it allocated).
     const std::vector<std::string> & buffer_lines() const;
 
+    const std::function<void(const char *)> & on_info() const { return on_info_; }
+
   private:
-    LogCapture * previous_;
+    LogCapture *                      previous_;
+    std::function<void(const char *)> on_info_;
 };
 
 } // namespace specd::engine

@@ -12,11 +12,33 @@ namespace specd::engine {
 
 namespace {
 
-MetaEntry::Array array_of(const gguf_context * ctx, int64_t id) {
-    return {gguf_type_name(gguf_get_arr_type(ctx, id)), gguf_get_arr_n(ctx, id)};
+MetaEntry::Array array_of(const gguf_context * ctx, int64_t id, bool values) {
+    const gguf_type  type = gguf_get_arr_type(ctx, id);
+    MetaEntry::Array a{gguf_type_name(type), gguf_get_arr_n(ctx, id), {}};
+    if (!values) return a;
+    const void * data = type == GGUF_TYPE_STRING || type == GGUF_TYPE_ARRAY ? nullptr : gguf_get_arr_data(ctx, id);
+    a.values.reserve(a.length);
+    for (size_t i = 0; i < a.length; ++i) {
+        switch (type) {
+            case GGUF_TYPE_UINT8:   a.values.emplace_back(int64_t(static_cast<const uint8_t *>(data)[i])); break;
+            case GGUF_TYPE_INT8:    a.values.emplace_back(int64_t(static_cast<const int8_t *>(data)[i])); break;
+            case GGUF_TYPE_UINT16:  a.values.emplace_back(int64_t(static_cast<const uint16_t *>(data)[i])); break;
+            case GGUF_TYPE_INT16:   a.values.emplace_back(int64_t(static_cast<const int16_t *>(data)[i])); break;
+            case GGUF_TYPE_UINT32:  a.values.emplace_back(int64_t(static_cast<const uint32_t *>(data)[i])); break;
+            case GGUF_TYPE_INT32:   a.values.emplace_back(int64_t(static_cast<const int32_t *>(data)[i])); break;
+            case GGUF_TYPE_UINT64:  a.values.emplace_back(int64_t(static_cast<const uint64_t *>(data)[i])); break;
+            case GGUF_TYPE_INT64:   a.values.emplace_back(static_cast<const int64_t *>(data)[i]); break;
+            case GGUF_TYPE_FLOAT32: a.values.emplace_back(double(static_cast<const float *>(data)[i])); break;
+            case GGUF_TYPE_FLOAT64: a.values.emplace_back(static_cast<const double *>(data)[i]); break;
+            case GGUF_TYPE_BOOL:    a.values.emplace_back(static_cast<const int8_t *>(data)[i] != 0); break;
+            case GGUF_TYPE_STRING:  a.values.emplace_back(std::string(gguf_get_arr_str(ctx, id, i))); break;
+            default:                return a; // arrays of arrays: length only
+        }
+    }
+    return a;
 }
 
-MetaEntry read_entry(const gguf_context * ctx, int64_t id) {
+MetaEntry read_entry(const gguf_context * ctx, int64_t id, bool values) {
     MetaEntry e;
     e.key = gguf_get_key(ctx, id);
     switch (gguf_get_kv_type(ctx, id)) {
@@ -32,7 +54,7 @@ MetaEntry read_entry(const gguf_context * ctx, int64_t id) {
         case GGUF_TYPE_FLOAT64: e.value = gguf_get_val_f64(ctx, id); break;
         case GGUF_TYPE_BOOL:    e.value = gguf_get_val_bool(ctx, id); break;
         case GGUF_TYPE_STRING:  e.value = std::string(gguf_get_val_str(ctx, id)); break;
-        case GGUF_TYPE_ARRAY:   e.value = array_of(ctx, id); break;
+        case GGUF_TYPE_ARRAY:   e.value = array_of(ctx, id, values); break;
         default:                e.value = std::string("?"); break;
     }
     return e;
@@ -40,7 +62,7 @@ MetaEntry read_entry(const gguf_context * ctx, int64_t id) {
 
 } // namespace
 
-GgufInfo read_gguf_info(const std::filesystem::path & path) {
+GgufInfo read_gguf_info(const std::filesystem::path & path, bool verbose) {
     const std::string shown = path.filename().string();
     {
         std::ifstream f(path, std::ios::binary);
@@ -57,7 +79,7 @@ GgufInfo read_gguf_info(const std::filesystem::path & path) {
 
     GgufInfo info;
     const int64_t n_kv = gguf_get_n_kv(ctx.get());
-    for (int64_t i = 0; i < n_kv; ++i) info.metadata.push_back(read_entry(ctx.get(), i));
+    for (int64_t i = 0; i < n_kv; ++i) info.metadata.push_back(read_entry(ctx.get(), i, verbose));
     for (const auto & e : info.metadata) {
         const auto * s = std::get_if<std::string>(&e.value);
         const auto * n = std::get_if<int64_t>(&e.value);
@@ -77,6 +99,13 @@ GgufInfo read_gguf_info(const std::filesystem::path & path) {
         uint64_t        n  = 1;
         for (int d = 0; d < GGML_MAX_DIMS; ++d) n *= static_cast<uint64_t>(ne[d]);
         info.n_params += n;
+        if (!verbose) continue;
+        GgufInfo::Tensor tensor{gguf_get_tensor_name(ctx.get(), t),
+                                tensor_type_name(ggml_type_name(gguf_get_tensor_type(ctx.get(), t))), {}};
+        int dims = GGML_MAX_DIMS;
+        while (dims > 1 && ne[dims - 1] == 1) --dims;
+        for (int d = 0; d < dims; ++d) tensor.shape.push_back(static_cast<uint64_t>(ne[d]));
+        info.tensors.push_back(std::move(tensor));
     }
     if (info.file_type.empty() && gguf_get_n_tensors(ctx.get()) > 0) {
         info.file_type = tensor_type_name(ggml_type_name(gguf_get_tensor_type(ctx.get(), 0)));

@@ -10,9 +10,11 @@
 namespace specd::engine {
 
 struct MetaEntry {
+    using Scalar = std::variant<int64_t, double, bool, std::string>;
     struct Array {
-        std::string element_type;
-        size_t      length = 0;
+        std::string         element_type;
+        size_t              length = 0;
+        std::vector<Scalar> values; // read_gguf_info(..., verbose) only; nested arrays stay empty
     };
     std::string                                                 key;
     std::variant<int64_t, double, bool, std::string, Array>     value;
@@ -25,12 +27,19 @@ struct GgufInfo {
     std::string            file_type;     // e.g. "F32", "Q4_K - Medium"
     int64_t                context_length = 0;
     std::string            chat_template;
-    std::vector<MetaEntry> metadata;      // every key, arrays as type + length only
+    std::vector<MetaEntry> metadata;      // every key, arrays as type + length (+ values: verbose)
+    struct Tensor {
+        std::string           name;
+        std::string           type;  // "F32", "Q4_K", ...
+        std::vector<uint64_t> shape; // ggml's order, trailing 1s dropped
+    };
+    std::vector<Tensor>    tensors;       // verbose only
 };
 
 // Throws specd::Error(bad_request) naming the file (base name only) when it is missing,
 // is not a GGUF file, or its header is corrupt.
-GgufInfo read_gguf_info(const std::filesystem::path & path);
+// `verbose` (/api/show's): arrays with their values and the tensor list too.
+GgufInfo read_gguf_info(const std::filesystem::path & path, bool verbose = false);
 
 // Empty when two GGUF files carry the same tokenizer (model type, every token's text, BOS and
 // EOS), else what differs. Reads headers only.

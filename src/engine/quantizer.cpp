@@ -59,7 +59,7 @@ std::string supported_quantize_types() {
 }
 
 void quantize_model(const std::filesystem::path & in, const std::filesystem::path & out, const QuantizeType & type,
-                    const std::function<void(const std::string &)> & progress) {
+                    const std::function<void(const std::string &)> & progress, const TensorProgress & tensors) {
     const std::string from = unquantized_type(in);
     if (from.empty()) {
         throw bad_request("quantization is only supported for F16, BF16 and F32 models: this model is already quantized");
@@ -69,7 +69,12 @@ void quantize_model(const std::filesystem::path & in, const std::filesystem::pat
     llama_model_quantize_params params = llama_model_quantize_default_params();
     params.ftype   = llama_ftype(type.ftype);
     params.nthread = int32_t(std::max(1u, std::thread::hardware_concurrency()));
-    LogCapture capture;
+    // llama_model_quantize has no progress callback; it logs "[  12/ 201] name - ..." per
+    // tensor on this thread.
+    LogCapture capture([&](const char * line) {
+        unsigned long done = 0, total = 0;
+        if (tensors && std::sscanf(line, " [ %lu/ %lu]", &done, &total) == 2 && total > 0) tensors(done, total);
+    });
     if (llama_model_quantize(in.c_str(), out.c_str(), &params) != 0) {
         std::string why = capture.first_error();
         if (why.find('/') != std::string::npos) why.clear(); // llama.cpp names full paths

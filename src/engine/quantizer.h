@@ -22,7 +22,9 @@ std::string                 supported_quantize_types();
 // Quantizes `in` to `out` (overwritten). Throws specd::Error(bad_request) before writing
 // anything when `in` is not an F32/F16/BF16 model, and internal when llama.cpp fails.
 // `progress` receives Ollama-style status lines ("quantizing F16 model to Q4_K_M").
+// Tensors quantized so far, of how many (llama.cpp's per-tensor log lines, as they come).
+using TensorProgress = std::function<void(uint64_t done, uint64_t total)>;
 void quantize_model(const std::filesystem::path & in, const std::filesystem::path & out, const QuantizeType & type,
-                    const std::function<void(const std::string &)> & progress);
+                    const std::function<void(const std::string &)> & progress, const TensorProgress & tensors = {});
 
 } // namespace specd::engine

@@ -25,7 +25,8 @@ ws ::= | " " | "\n"{1,2} [ \t]{0,20}
 
 std::string schema_to_grammar(const std::string & schema_json) { return schema_to_grammar(schema_json, SchemaLimits{}); }
 
-std::string schema_to_grammar(const std::string & schema_json, const SchemaLimits & limits) {
+std::string schema_to_grammar(const std::string & schema_json, const SchemaLimits & limits,
+                              std::vector<std::string> * unenforced) {
     if (json_nesting_depth(schema_json) > limits.max_json_depth) {
         throw bad_request("invalid format: the schema's JSON nesting exceeds the limit max_json_depth (" +
                           std::to_string(limits.max_json_depth) + ")");
@@ -38,7 +39,7 @@ std::string schema_to_grammar(const std::string & schema_json, const SchemaLimit
         throw bad_request(std::string("invalid format: ") + e.what() + "; expected \"json\" or a valid JSON Schema object");
     }
     try {
-        return compile_schema(schema, limits);
+        return compile_schema(schema, limits, unenforced);
     } catch (const Error & e) {
         throw bad_request(std::string("invalid format: ") + e.what());
     }

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace specd::grammar {
 
@@ -17,8 +18,11 @@ std::string json_object_grammar();
 // Grammar for a JSON schema given as JSON text: compact JSON, properties in declared order.
 // Throws specd::Error(bad_request), message starting "invalid format: ", for text that is
 // not JSON, a schema the compiler cannot enforce, or a limit exceeded.
+// With `unenforced`, what the compiler accepts without enforcing is named there instead
+// (compile_schema).
 std::string schema_to_grammar(const std::string & schema_json);
-std::string schema_to_grammar(const std::string & schema_json, const SchemaLimits & limits);
+std::string schema_to_grammar(const std::string & schema_json, const SchemaLimits & limits,
+                              std::vector<std::string> * unenforced = nullptr);
 
 // True when `text` (surrounding whitespace aside) is exactly one complete JSON value.
 bool is_complete_json(std::string_view text);

@@ -23,12 +23,19 @@ const std::set<std::string> k_annotations = {"title",   "description", "$schema"
                                              "default", "examples",    "deprecated", "readOnly", "writeOnly",
                                              "$defs",   "definitions", "discriminator"};
 
-// Keywords this compiler enforces, grouped by the type they constrain.
-const std::set<std::string> k_object_keys = {"properties", "required", "additionalProperties"};
+// Keywords this compiler reads, grouped by the type they constrain (some enforced only where
+// they can be: minProperties, maxProperties, multipleOf, uniqueItems false).
+const std::set<std::string> k_object_keys = {"properties", "required", "additionalProperties", "minProperties", "maxProperties"};
 const std::set<std::string> k_array_keys  = {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"};
 const std::set<std::string> k_string_keys = {"minLength", "maxLength", "pattern", "format"};
-const std::set<std::string> k_number_keys = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+const std::set<std::string> k_number_keys = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
 const std::set<std::string> k_general_keys = {"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref"};
+// Assertions a grammar over the value cannot express (they relate parts of the value to one
+// another, or negate a schema), or not at a sane size: accepted, not enforced.
+const std::set<std::string> k_beyond_grammar = {"not", "if", "then", "else", "contains", "minContains", "maxContains",
+                                                "patternProperties", "propertyNames", "dependentRequired",
+                                                "dependentSchemas", "dependencies", "unevaluatedProperties",
+                                                "unevaluatedItems"};
 
 const std::vector<std::string> k_types = {"null", "boolean", "object", "array", "string", "integer", "number"};
 
@@ -87,7 +94,20 @@ std::string Compiler::run() {
     refs_[""] = root;
     enter("", 0);
     g_.define(root, body(root_, "", 0));
+    if (unenforced_) { // a subschema reached twice ($ref) is named once
+        std::vector<std::string> once;
+        for (auto & w : *unenforced_) {
+            if (std::find(once.begin(), once.end(), w) == once.end()) once.push_back(std::move(w));
+        }
+        *unenforced_ = std::move(once);
+    }
     return g_.text();
+}
+
+void Compiler::not_enforced(const std::string & key, const std::string & ptr, const std::string & why) {
+    const std::string what = "\"" + key + "\" at " + where(ptr);
+    if (!unenforced_) fail("unsupported JSON schema feature " + what + " (" + why + ")");
+    unenforced_->push_back(what + " is not enforced (" + why + ")");
 }
 
 // --- traversal
@@ -123,13 +143,17 @@ std::string Compiler::body(const json & s, const std::string & ptr, int depth) {
         return any_value();
     }
     if (!s.is_object()) fail("the schema at " + where(ptr) + " must be an object or a boolean");
+    check_shapes(s, ptr);
     for (const auto & [key, value] : s.items()) {
+        if (key == "uniqueItems" && value.get<bool>()) {
+            not_enforced(key, ptr, "items are generated independently of one another");
+            continue;
+        }
         if (!is_assertion(key) || k_general_keys.count(key) || k_object_keys.count(key) || k_array_keys.count(key) ||
             k_string_keys.count(key) || k_number_keys.count(key))
             continue;
-        fail("unsupported JSON schema feature \"" + key + "\" at " + where(ptr));
+        not_enforced(key, ptr, k_beyond_grammar.count(key) ? "a grammar over the value cannot express it" : "an unknown keyword");
     }
-    check_shapes(s, ptr);
 
     if (s.contains("$ref")) {
         for (const auto & [key, value] : s.items())
@@ -217,7 +241,10 @@ void Compiler::check_shapes(const json & s, const std::string & ptr) const {
             if (!v.is_boolean() && !v.is_object() && !v.is_array()) bad(key, "a schema or an array of schemas");
         } else if (key == "uniqueItems") {
             if (!v.is_boolean()) bad(key, "a boolean");
-            if (v.get<bool>()) fail("unsupported JSON schema feature \"uniqueItems\" at " + where(ptr));
+        } else if (key == "minProperties" || key == "maxProperties") {
+            if (!is_count(v)) bad(key, "a non-negative integer");
+        } else if (key == "multipleOf") {
+            if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) bad(key, "a number above 0");
         } else if (key == "minItems" || key == "maxItems" || key == "minLength" || key == "maxLength") {
             if (!is_count(v)) bad(key, "a non-negative integer");
             if (v.get<double>() > static_cast<double>(lim_.max_repeat))
@@ -276,8 +303,9 @@ std::string Compiler::any_value() {
 
 namespace specd::grammar {
 
-std::string compile_schema(const nlohmann::ordered_json & schema, const SchemaLimits & limits) {
-    return schema::Compiler(schema, limits).run();
+std::string compile_schema(const nlohmann::ordered_json & schema, const SchemaLimits & limits,
+                           std::vector<std::string> * unenforced) {
+    return schema::Compiler(schema, limits, unenforced).run();
 }
 
 } // namespace specd::grammar

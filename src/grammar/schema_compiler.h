@@ -1,13 +1,15 @@
 #pragma once
 // JSON Schema -> GBNF for compact JSON (no whitespace between tokens), so the structure is
 // forced: after `"label":"cat"` the only continuation is `,"bbox":[`. Properties come in the
-// schema's declared order. Whatever the compiler cannot enforce exactly is a 400 naming the
-// keyword and where it is, never a silent "any value". docs/grammar.md lists what is
-// supported and the generation policies (absent additionalProperties, unanchored patterns).
+// schema's declared order. Whatever the compiler cannot enforce exactly is named, keyword and
+// place, never a silent "any value": a warning the client sees (as Ollama, the request is
+// served) or, strict, a 400. docs/grammar.md lists what is enforced and the generation
+// policies (absent additionalProperties, unanchored patterns).
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace specd::grammar {
 
@@ -23,8 +25,12 @@ struct SchemaLimits {
     size_t   max_grammar_bytes  = 1 << 20; // GBNF text produced
 };
 
-// GBNF with root rule `root`. Throws specd::Error(bad_request) for what it cannot enforce,
-// for malformed keywords and for exceeded limits.
-std::string compile_schema(const nlohmann::ordered_json & schema, const SchemaLimits & limits = {});
+// GBNF with root rule `root`. Throws specd::Error(bad_request) for malformed keywords and for
+// exceeded limits. What it cannot enforce (uniqueItems, not, if/then/else, an unknown format,
+// ... : docs/grammar.md has the table) is, with `unenforced`, accepted and named there (one
+// sentence per keyword and place; the value is generated without it), and without it (strict)
+// a bad_request.
+std::string compile_schema(const nlohmann::ordered_json & schema, const SchemaLimits & limits = {},
+                           std::vector<std::string> * unenforced = nullptr);
 
 } // namespace specd::grammar

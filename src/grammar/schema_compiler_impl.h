@@ -9,7 +9,7 @@
 //   schema_objects.cpp      properties, required, additionalProperties
 //   schema_arrays.cpp       items, prefixItems, minItems / maxItems
 //   schema_strings.cpp      minLength / maxLength, pattern, format
-//   schema_numbers.cpp      integer and number bounds
+//   schema_numbers.cpp      integer and number bounds, multipleOf
 #include "grammar/gbnf.h"
 #include "grammar/schema_compiler.h"
 
@@ -51,7 +51,8 @@ struct Trie {
 
 class Compiler {
   public:
-    Compiler(const json & root, const SchemaLimits & lim) : root_(root), lim_(lim), g_(lim.max_grammar_bytes) {}
+    Compiler(const json & root, const SchemaLimits & lim, std::vector<std::string> * unenforced) :
+        root_(root), lim_(lim), g_(lim.max_grammar_bytes), unenforced_(unenforced) {}
 
     std::string run();
 
@@ -63,6 +64,9 @@ class Compiler {
     std::string              body(const json & s, const std::string & ptr, int depth);
     std::vector<std::string> type_set(const json & s) const;
     std::string              typed(const std::string & type, const json & s, const std::string & ptr, int depth);
+
+    // `key` at `ptr` is accepted without being enforced (`why`), or refused when strict.
+    void not_enforced(const std::string & key, const std::string & ptr, const std::string & why);
 
     // --- keyword shapes (schema_compiler.cpp)
     void            check_shapes(const json & s, const std::string & ptr) const;
@@ -116,6 +120,9 @@ class Compiler {
                                             const std::string & ptr);
     std::string                   integer(const json & s, const std::string & ptr);
     std::string                   number(const json & s, const std::string & ptr);
+    // multipleOf where it can be written; "" where it cannot (not_enforced has been called).
+    std::string                   multiple_of(const json & s, bool integral, std::optional<int64_t> lo,
+                                              std::optional<int64_t> hi, bool bounded, const std::string & ptr);
 
     const json &                       root_;
     const SchemaLimits &               lim_;
@@ -124,6 +131,7 @@ class Compiler {
     std::map<std::string, int>         progress_; // pointer -> 1 on the DFS path, 2 checked
     std::map<std::string, std::string> prims_;
     size_t                             nodes_ = 0;
+    std::vector<std::string> *         unenforced_; // null: strict
 };
 
 } // namespace specd::grammar::schema

@@ -1,5 +1,5 @@
 // Integer and number schemas: minimum, maximum and their exclusive forms, as exact integer
-// bounds (numeric_range.h writes the grammar).
+// bounds (numeric_range.h writes the grammar), and multipleOf where it can be written.
 #include "grammar/schema_compiler_impl.h"
 
 #include "grammar/numeric_range.h"
@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace specd::grammar::schema {
 
@@ -54,10 +55,54 @@ std::string Compiler::integer(const json & s, const std::string & ptr) {
         auto & side = lower ? lo : hi;
         side = !side ? *b : lower ? std::max(*side, *b) : std::min(*side, *b);
     }
+    if (s.contains("multipleOf")) {
+        if (auto expr = multiple_of(s, true, lo, hi, bounded, ptr); !expr.empty()) return expr;
+    }
     if (!bounded) return integer_rule();
     const auto expr = integer_range_gbnf(lo, hi);
     if (expr.empty()) fail("no integer satisfies the bounds at " + where(ptr));
     return expr;
+}
+
+// multipleOf, written where a grammar of reasonable size can: a whole-number m over a bounded
+// range of at most k_max_multiples values (each written out), a power of ten without bounds
+// (the digits end in its zeros), and on numbers a power of ten below 1 without bounds (at
+// most that many decimals). m = 1/n on integers constrains nothing. "" leaves the caller's
+// rule as it is (after not_enforced where the keyword is dropped).
+std::string Compiler::multiple_of(const json & s, bool integral, std::optional<int64_t> lo, std::optional<int64_t> hi,
+                                  bool bounded, const std::string & ptr) {
+    constexpr int64_t k_max_multiples = 1000;
+    const double      m            = s["multipleOf"].get<double>();
+    const bool        whole        = m >= 1 && m < k_bound_limit && std::floor(m) == m;
+    const double      exponent     = std::round(std::log10(m)); // m = 10^exponent, if a power of ten
+    const bool        power_of_ten = std::abs(m - std::pow(10.0, exponent)) <= 1e-12 * m;
+    if (integral) {
+        if (!whole && std::abs(1.0 / m - std::round(1.0 / m)) <= 1e-9 / m) return ""; // m = 1/n: every integer
+        if (whole && bounded && lo && hi) {
+            const auto step = static_cast<int64_t>(m);
+            // The first multiple at or above lo (rounding up, also for negative lo).
+            const int64_t first = (*lo / step + (*lo % step > 0 ? 1 : 0)) * step;
+            if (first > *hi) fail("no multiple of " + s["multipleOf"].dump() + " satisfies the bounds at " + where(ptr));
+            if ((*hi - first) / step < k_max_multiples) {
+                std::vector<std::string> alts;
+                for (int64_t v = first; v <= *hi; v += step) alts.push_back(gbnf_literal(std::to_string(v)));
+                return gbnf_alt(alts);
+            }
+        }
+        if (whole && !bounded && power_of_ten && exponent < k_max_int_digits) {
+            const int zeros = static_cast<int>(exponent);
+            return "(\"0\" | \"-\"? [1-9] [0-9]{0," + std::to_string(k_max_int_digits - 1 - zeros) + "} \"" +
+                   std::string(size_t(zeros), '0') + "\")";
+        }
+        not_enforced("multipleOf", ptr, "written only over a bounded range of at most 1000 multiples, or as a power of ten without bounds");
+        return "";
+    }
+    if (whole) return integer(s, ptr); // a number that is a multiple of a whole number is an integer
+    if (!bounded && power_of_ten && exponent >= -15) {
+        return "\"-\"? " + int_digits() + " (\".\" [0-9]{1," + std::to_string(int(-exponent)) + "})?";
+    }
+    not_enforced("multipleOf", ptr, "written on numbers only as a power of ten (0.1, 0.01, ...) without bounds");
+    return "";
 }
 
 std::string Compiler::number(const json & s, const std::string & ptr) {
@@ -80,6 +125,9 @@ std::string Compiler::number(const json & s, const std::string & ptr) {
         // The tighter bound wins; at equal values the exclusive one.
         if (!side || (lower ? b.value > side->value : b.value < side->value) || (b.value == side->value && b.exclusive))
             side = b;
+    }
+    if (s.contains("multipleOf")) {
+        if (auto expr = multiple_of(s, false, std::nullopt, std::nullopt, bounded, ptr); !expr.empty()) return expr;
     }
     if (!bounded) return number_rule();
     const auto expr = number_range_gbnf(lo, hi);

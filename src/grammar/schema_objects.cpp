@@ -66,8 +66,21 @@ std::string Compiler::object(const json & s, const std::string & ptr, int depth)
         next[i]  = gbnf_is_name(choice) ? choice : g_.add(hint(ptr) + "-from-" + std::to_string(i), strip_group(choice));
         after[i] = all_optional[i] ? gbnf_alt({gbnf_seq({"\",\"", next[i]}), ""}) : gbnf_seq({"\",\"", next[i]});
     }
+    // Property counts, where the shape above implies them or one change does: the required
+    // properties reach minProperties, or minProperties 1 drops the empty object; without
+    // extra keys the declared properties stay within maxProperties. Else not enforced.
+    const uint64_t n_required = uint64_t(std::count_if(list.begin(), list.end(), [](const Property & p) { return p.required; }));
+    bool           nonempty   = false;
+    if (s.contains("minProperties")) {
+        const uint64_t min = count(s, "minProperties", 0);
+        if (min == 1 && n_required == 0 && !next[0].empty()) nonempty = true;
+        else if (n_required < min) not_enforced("minProperties", ptr, "fewer properties are required, and which optional ones to write is the model's choice");
+    }
+    if (s.contains("maxProperties") && (extras || list.size() > count(s, "maxProperties", 0))) {
+        not_enforced("maxProperties", ptr, "more properties may be written, and which optional ones to write is the model's choice");
+    }
     if (next[0].empty()) return "\"{}\"";
-    return gbnf_seq({"\"{\"", all_optional[0] ? gbnf_alt({next[0], ""}) : next[0], "\"}\""});
+    return gbnf_seq({"\"{\"", all_optional[0] && !nonempty ? gbnf_alt({next[0], ""}) : next[0], "\"}\""});
 }
 
 // A rule body need not be one parenthesized unit.

@@ -65,7 +65,7 @@ std::vector<std::string> strings_or_empty(const nlohmann::json & j, const char *
 
 const Layer * Manifest::find(std::string_view type) const {
     for (const auto & layer : layers) {
-        if (layer.media_type == type) {
+        if (layer.media_type == type || (type == media_type::draft && layer.media_type == media_type::legacy_draft)) {
             return &layer;
         }
     }
@@ -144,7 +144,7 @@ Manifest parse_manifest(std::string_view text) {
 }
 
 nlohmann::json to_json(const ModelConfig & c) {
-    return {
+    nlohmann::json j = {
         {"model_format", c.model_format},
         {"model_family", c.model_family},
         {"model_families", c.model_families},
@@ -152,6 +152,11 @@ nlohmann::json to_json(const ModelConfig & c) {
         {"file_type", c.file_type},
         {"rootfs", {{"type", "layers"}, {"diff_ids", c.diff_ids}}},
     };
+    // Ollama's config fields, only when set (configs without them stay byte-identical).
+    if (!c.renderer.empty()) j["renderer"] = c.renderer;
+    if (!c.parser.empty()) j["parser"] = c.parser;
+    if (!c.requires_version.empty()) j["requires"] = c.requires_version;
+    return j;
 }
 
 ModelConfig config_from_json(const nlohmann::json & j) {
@@ -164,6 +169,9 @@ ModelConfig config_from_json(const nlohmann::json & j) {
     c.model_families = strings_or_empty(j, "model_families");
     c.model_type     = string_or_empty(j, "model_type");
     c.file_type      = string_or_empty(j, "file_type");
+    c.renderer         = string_or_empty(j, "renderer");
+    c.parser           = string_or_empty(j, "parser");
+    c.requires_version = string_or_empty(j, "requires");
     if (const auto rootfs = j.find("rootfs"); rootfs != j.end() && rootfs->is_object()) {
         c.diff_ids = strings_or_empty(*rootfs, "diff_ids");
     }

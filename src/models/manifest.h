@@ -23,7 +23,10 @@ inline constexpr std::string_view projector = "application/vnd.ollama.image.proj
 inline constexpr std::string_view license   = "application/vnd.ollama.image.license";   // text
 inline constexpr std::string_view messages  = "application/vnd.ollama.image.messages";  // JSON array
 inline constexpr std::string_view adapter   = "application/vnd.ollama.image.adapter";   // LoRA GGUF
-inline constexpr std::string_view draft     = "application/vnd.specd.image.draft";      // draft GGUF
+inline constexpr std::string_view draft     = "application/vnd.ollama.image.draft";     // draft GGUF
+// The type specd wrote before it used Ollama's: still read as a draft (Manifest::find), and a
+// model created from one gets the new type.
+inline constexpr std::string_view legacy_draft = "application/vnd.specd.image.draft";
 } // namespace media_type
 
 struct Layer {
@@ -59,6 +62,12 @@ struct ModelConfig {
     std::string              model_type;     // parameter count, e.g. "8.0B"
     std::string              file_type;      // quantization, e.g. "Q4_K_M"
     std::vector<std::string> diff_ids;       // layer digests (Docker's rootfs)
+    // Ollama's RENDERER, PARSER and REQUIRES (its built-in prompt renderer and output parser
+    // for a family, the least Ollama version): kept so a store shared with Ollama round-trips;
+    // specd renders with the model's own template and reads answers with llama.cpp's parsers.
+    std::string              renderer;
+    std::string              parser;
+    std::string              requires_version;
 
     bool operator==(const ModelConfig &) const = default;
 };

@@ -181,6 +181,12 @@ Modelfile parse_modelfile(std::string_view text) {
             if (auto err = mf.params.set(param, v)) {
                 throw ModelfileError(line_no, *err);
             }
+        } else if (instruction == "renderer") {
+            mf.renderer = non_empty_value(rest);
+        } else if (instruction == "parser") {
+            mf.parser = non_empty_value(rest);
+        } else if (instruction == "requires") {
+            mf.requires_version = non_empty_value(rest);
         } else if (instruction == "message") {
             auto [role, content] = split_word(trim_start(rest), is_alpha);
             const std::string r  = lowercase(role);
@@ -191,7 +197,7 @@ Modelfile parse_modelfile(std::string_view text) {
         } else {
             throw ModelfileError(line_no, "unknown instruction: " + upper() +
                                               " (expected FROM, PARAMETER, SYSTEM, TEMPLATE, DRAFT, "
-                                              "LICENSE, MESSAGE or ADAPTER)");
+                                              "LICENSE, MESSAGE, ADAPTER, RENDERER, PARSER or REQUIRES)");
         }
     }
     if (mf.from.empty()) {
@@ -258,6 +264,9 @@ std::string format_modelfile(const Modelfile & mf) {
     for (const auto & m : mf.messages) {
         line("MESSAGE " + m.role, m.content);
     }
+    if (mf.renderer) line("RENDERER", *mf.renderer);
+    if (mf.parser) line("PARSER", *mf.parser);
+    if (mf.requires_version) line("REQUIRES", *mf.requires_version);
     return out;
 }
 

@@ -33,6 +33,10 @@ struct Modelfile {
     std::vector<std::string>      licenses;
     std::vector<ModelfileMessage> messages;
     std::vector<std::string>      adapters;
+    // Ollama's RENDERER, PARSER and REQUIRES: stored in the config (ModelConfig), not used.
+    std::optional<std::string>    renderer;
+    std::optional<std::string>    parser;
+    std::optional<std::string>    requires_version;
 
     bool operator==(const Modelfile &) const = default;
 };

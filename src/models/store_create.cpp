@@ -286,6 +286,7 @@ void StoreCreate::add_adapter_layers(std::vector<Layer> & layers) {
 
 std::optional<Layer> StoreCreate::draft_layer() {
     std::optional<Layer> draft = inherited(media_type::draft);
+    if (draft) draft->media_type = media_type::draft; // one stored under specd's old type
     if (options_.rewrite_draft) {
         // find_draft refused a create without any draft, so one of the two is there.
         const bool from_line = draft_.file || draft_.model;
@@ -369,7 +370,7 @@ void StoreCreate::add_text_layers(std::vector<Layer> & layers) {
 void StoreCreate::add_foreign_layers(std::vector<Layer> & layers) const {
     for (const auto & layer : base_) {
         const auto & t = layer.media_type;
-        if (t != media_type::model && t != media_type::projector && t != media_type::draft &&
+        if (t != media_type::model && t != media_type::projector && t != media_type::draft && t != media_type::legacy_draft &&
             t != media_type::params && t != media_type::templ && t != media_type::system &&
             t != media_type::license && t != media_type::messages && t != media_type::adapter) {
             layers.push_back(layer);
@@ -379,6 +380,10 @@ void StoreCreate::add_foreign_layers(std::vector<Layer> & layers) const {
 
 // The config blob names every layer; the manifest, written last, makes the model visible.
 Manifest StoreCreate::write_manifest(const ModelName & name, std::vector<Layer> layers) {
+    // RENDERER, PARSER, REQUIRES: the Modelfile's, else what the FROM model had.
+    if (mf_.renderer) config_.renderer = *mf_.renderer;
+    if (mf_.parser) config_.parser = *mf_.parser;
+    if (mf_.requires_version) config_.requires_version = *mf_.requires_version;
     config_.diff_ids.clear();
     for (const auto & layer : layers) {
         config_.diff_ids.push_back(layer.digest);
@@ -431,7 +436,7 @@ std::string StoreCreate::draft_label() const { return "DRAFT model '" + *mf_.dra
 
 std::optional<Layer> StoreCreate::inherited(std::string_view type) const {
     for (const auto & layer : base_) {
-        if (layer.media_type == type) {
+        if (layer.media_type == type || (type == media_type::draft && layer.media_type == media_type::legacy_draft)) {
             return layer;
         }
     }

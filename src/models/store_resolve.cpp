@@ -110,6 +110,9 @@ Modelfile ResolvedModel::modelfile() const {
     mf.template_text = template_text;
     mf.licenses      = licenses;
     mf.messages      = messages;
+    if (!config.renderer.empty()) mf.renderer = config.renderer;
+    if (!config.parser.empty()) mf.parser = config.parser;
+    if (!config.requires_version.empty()) mf.requires_version = config.requires_version;
     return mf;
 }
 

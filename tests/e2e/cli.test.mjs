@@ -323,7 +323,7 @@ describe('cli', () => {
     ok(await cli(['create', 'pair-q', '-f', pair, '-q', 'q8_0', '--draft-quantize', 'q8_0']), 'create --draft-quantize');
     const manifest = JSON.parse(fs.readFileSync(
       path.join(h.srv.modelsDir, 'manifests', 'registry.ollama.ai', 'library', 'pair-q', 'latest'), 'utf8'));
-    const draft = manifest.layers.find((l) => l.mediaType === 'application/vnd.specd.image.draft');
+    const draft = manifest.layers.find((l) => l.mediaType === 'application/vnd.ollama.image.draft');
     const original = fs.statSync(fixture('pair-draft.gguf')).size;
     assert.ok(draft.size < original / 2, `draft layer ${draft.size} bytes vs ${original}`);
     assert.equal((await h.srv.client.show({ model: 'pair-q' })).details.quantization_level, 'Q8_0');

@@ -60,6 +60,31 @@ describe('create', () => {
     assert.ok(!s.capabilities.includes('embedding') && !s.capabilities.includes('insert'), JSON.stringify(s.capabilities));
   });
 
+  test('Ollama\'s create fields: draft_files (stored under Ollama\'s draft type), renderer/parser/requires, the old name', async () => {
+    const target = await upload('pair-target.gguf');
+    const draft = await upload('pair-draft.gguf');
+    // `name` is what Ollama's create took before `model`.
+    await created({ name: 'ollama-pair', files: { 'target.gguf': target }, draft_files: { 'draft.gguf': draft },
+      renderer: 'qwen3-coder', parser: 'qwen3-coder', requires: '0.12.0' });
+    const manifest = JSON.parse(fs.readFileSync(
+      path.join(h.srv.modelsDir, 'manifests', 'registry.ollama.ai', 'library', 'ollama-pair', 'latest'), 'utf8'));
+    const draftLayer = manifest.layers.find((l) => l.digest === draft);
+    assert.equal(draftLayer?.mediaType, 'application/vnd.ollama.image.draft', JSON.stringify(manifest.layers));
+    const s = await h.srv.client.show({ model: 'ollama-pair' });
+    assert.equal(s.renderer, 'qwen3-coder');
+    assert.equal(s.parser, 'qwen3-coder');
+    assert.equal(s.requires, '0.12.0');
+    assert.match(s.modelfile, /^RENDERER qwen3-coder$/m);
+    assert.match(s.modelfile, /^DRAFT /m);
+    // The draft drafts: the model runs with speculation.
+    const r = await h.srv.client.generate({ model: 'ollama-pair', prompt: 'hi', options: greedy });
+    assert.ok(r.speculation.drafted > 0, JSON.stringify(r.speculation));
+    const both = await create({ model: 'x', files: { 'target.gguf': target }, draft_files: { 'draft.gguf': draft }, draft: 'ollama-pair' });
+    assert.equal(both.status, 400);
+    const two = await create({ model: 'x', files: { 'target.gguf': target }, draft_files: { a: draft, b: draft } });
+    assert.equal(two.status, 400);
+  });
+
   test('adapters: a LoRA layer, shown in the modelfile, with its own digest', async () => {
     const lora = await upload('tiny-lora.gguf');
     await created({ model: 'adapted', from: 'base', adapters: { 'tiny-lora.gguf': lora } });
@@ -126,9 +151,21 @@ describe('create', () => {
 
   test('quantize: q8_0 from F32, with progress; the model runs and is smaller', async () => {
     const t0 = Date.now();
-    const statuses = await created({ model: 'tiny-q8', from: 'base', quantize: 'q8_0' });
+    const { status, lines } = await create({ model: 'tiny-q8', from: 'base', quantize: 'q8_0' });
     const ms = Date.now() - t0;
+    assert.equal(status, 200, JSON.stringify(lines));
+    assert.equal(lines.at(-1).status, 'success');
+    assert.equal(lines.filter((l) => l.status === 'success').length, 1);
+    const statuses = lines.map((l) => l.status);
     assert.ok(statuses.includes('quantizing F32 model to Q8_0'), JSON.stringify(statuses));
+    // A line per tensor as llama.cpp quantizes it: the same total, completed counting up to it.
+    const counted = lines.filter((l) => l.status === 'quantizing F32 model to Q8_0' && l.total > 0);
+    assert.ok(counted.length > 3, JSON.stringify(lines.slice(0, 5)));
+    const total = counted[0].total;
+    assert.ok(counted.every((l) => l.total === total));
+    assert.deepEqual(counted.map((l) => l.completed), [...Array(total).keys()].map((i) => i + 1));
+    const tensors = (await h.srv.client.show({ model: 'base', verbose: true })).tensors.length;
+    assert.equal(total, tensors);
     const list = (await h.srv.client.list()).models;
     const q8 = list.find((m) => m.name === 'tiny-q8:latest');
     const base = list.find((m) => m.name === 'base:latest');

@@ -83,6 +83,27 @@ describe('models', () => {
     assert.doesNotMatch(p.modelfile, /^PARAMETER/m);
   });
 
+  test('show verbose: the tokenizer\'s arrays and the tensors, as Ollama\'s show -v', async () => {
+    const plain = await h.srv.client.show({ model: 'tiny' });
+    assert.equal(plain.model_info['tokenizer.ggml.tokens'], null);
+    assert.equal(plain.tensors, undefined);
+    const v = await h.srv.client.show({ model: 'tiny', verbose: true });
+    const tokens = v.model_info['tokenizer.ggml.tokens'];
+    assert.ok(Array.isArray(tokens) && tokens.length > 1000 && tokens.every((t) => typeof t === 'string'), `${tokens?.length}`);
+    const types = v.model_info['tokenizer.ggml.token_type'];
+    assert.equal(types.length, tokens.length);
+    assert.ok(types.every(Number.isInteger));
+    assert.ok(Array.isArray(v.tensors) && v.tensors.length > 0);
+    const embd = v.tensors.find((t) => t.name === 'token_embd.weight');
+    assert.ok(embd, JSON.stringify(v.tensors.slice(0, 3)));
+    assert.equal(embd.type, 'F32');
+    assert.equal(embd.shape.length, 2);
+    assert.equal(embd.shape[1], tokens.length); // ggml's order: [n_embd, n_vocab]
+    // The sum of the tensors' elements is the parameter count.
+    const total = v.tensors.reduce((a, t) => a + t.shape.reduce((x, y) => x * y, 1), 0);
+    assert.equal(total, v.model_info['general.parameter_count']);
+  });
+
   test('the model\'s parameters and system prompt apply to requests', async () => {
     // temperature 0 and num_predict 8 come from the Modelfile: different seeds, same text.
     const a = await h.srv.client.generate({ model: 'tiny', prompt: 'Count to ten.', options: { seed: 1 } });

@@ -1,5 +1,6 @@
 // The OpenAI-compatible /v1 subset through the official `openai` client: chat completions
-// (whole and streamed, usage, response_format, stop, max_tokens), completions, models, an
+// (whole and streamed, usage, response_format, stop, max_tokens), completions, responses
+// (whole and streamed, function calls, text.format), logit_bias, models, an
 // image as a data URL, and OpenAI-shaped errors (unknown model, unimplemented fields, bad
 // JSON, access rules, a full queue). At temperature 0 every answer must be the text the
 // Ollama API gives for the same request.
@@ -351,6 +352,91 @@ describe('openai /v1', () => {
   });
 });
 
+
+describe('openai /v1/responses', () => {
+  const h = useServer({ models: [{ name: 'tiny' }, { name: 'think', from: 'think.gguf' }] });
+  const input = history.slice(1).map((m) => ({ role: m.role, content: m.content }));
+
+  test('not streamed: the answer /v1/chat/completions gives, as a response object', async () => {
+    const openai = client(h.srv);
+    const r = await openai.responses.create({
+      model: 'tiny', instructions: history[0].content, input, temperature: 0, max_output_tokens: 8,
+    });
+    const chat = await openai.chat.completions.create({ model: 'tiny', messages: history, temperature: 0, max_tokens: 8 });
+    assert.match(r.id, /^resp_/);
+    assert.equal(r.object, 'response');
+    assert.equal(r.status, 'incomplete'); // cut by max_output_tokens
+    assert.equal(r.incomplete_details.reason, 'max_output_tokens');
+    assert.equal(r.output.length, 1);
+    assert.equal(r.output[0].type, 'message');
+    assert.equal(r.output[0].role, 'assistant');
+    assert.equal(r.output[0].content[0].type, 'output_text');
+    assert.equal(r.output_text, chat.choices[0].message.content); // the SDK's convenience field
+    assert.equal(r.usage.output_tokens, 8);
+    assert.equal(r.usage.input_tokens, chat.usage.prompt_tokens);
+    assert.equal(r.usage.total_tokens, r.usage.input_tokens + 8);
+    // A plain string input is one user message.
+    const s = await openai.responses.create({ model: 'tiny', input: 'And of Italy?', temperature: 0, max_output_tokens: 4 });
+    assert.equal(s.output[0].content[0].text.length > 0, true);
+  });
+
+  test('streamed: typed events in order, deltas adding up to the final text', async () => {
+    const openai = client(h.srv);
+    const body = { model: 'tiny', instructions: history[0].content, input, temperature: 0, max_output_tokens: 12 };
+    const whole = await openai.responses.create(body);
+    const stream = await openai.responses.create({ ...body, stream: true });
+    const events = [];
+    for await (const e of stream) events.push(e);
+    const types = events.map((e) => e.type);
+    assert.deepEqual(types.slice(0, 4), ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    assert.deepEqual(types.slice(-4), ['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.incomplete']);
+    assert.deepEqual(events.map((e) => e.sequence_number), [...events.keys()]);
+    const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
+    assert.equal(text, whole.output_text);
+    const last = events.at(-1).response;
+    assert.equal(last.output[0].content[0].text, text);
+    assert.equal(last.usage.output_tokens, 12);
+    assert.ok(last.id !== whole.id && last.id.startsWith('resp_'));
+  });
+
+  test('function calls and their outputs go back into the prompt; text.format is the schema', async () => {
+    const openai = client(h.srv);
+    const tools = [{ type: 'function', name: 'get_weather', description: 'Weather of a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+    const ask = (extra) => openai.responses.create({ model: 'think', input: [{ role: 'user', content: 'Weather in Paris?' }, ...extra],
+      tools, temperature: 0, max_output_tokens: 1 });
+    const before = await ask([]);
+    const after = await ask([
+      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'sunny, 21 C' },
+    ]);
+    assert.ok(after.usage.input_tokens > before.usage.input_tokens + 10, `${before.usage.input_tokens} -> ${after.usage.input_tokens}`);
+
+    const tried = [];
+    for (const prompt of ['Who is Bob?', 'hello', 'Describe a person as JSON.']) {
+      const r = await openai.responses.create({ model: 'tiny', input: prompt, temperature: 0, max_output_tokens: 400,
+        text: { format: { type: 'json_schema', name: 'person', schema: SCHEMA, strict: true } } });
+      tried.push(`${prompt} -> ${r.status}`);
+      if (r.status !== 'completed') continue;
+      assert.ok(validate(JSON.parse(r.output_text)), `${JSON.stringify(validate.errors)} in ${r.output_text}`);
+      return;
+    }
+    assert.fail(`no answer finished within 400 tokens:\n${tried.join('\n')}`);
+  });
+
+  test('what specd cannot serve is a 400 naming the field', async () => {
+    const openai = client(h.srv);
+    const prev = await rejectsWith(openai.responses.create({ model: 'tiny', input: 'hi', previous_response_id: 'resp_1' }), OpenAI.BadRequestError);
+    assert.equal(prev.param, 'previous_response_id');
+    const hosted = await rejectsWith(openai.responses.create({ model: 'tiny', input: 'hi', tools: [{ type: 'web_search' }] }), OpenAI.BadRequestError);
+    assert.equal(hosted.param, 'tools[0].type');
+    const noInput = await rejectsWith(openai.responses.create({ model: 'tiny' }), OpenAI.BadRequestError);
+    assert.equal(noInput.param, 'input');
+    const badPart = await rejectsWith(openai.responses.create({ model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }),
+      OpenAI.BadRequestError);
+    assert.equal(badPart.param, 'input[0].content[0].type');
+  });
+});
 
 describe('openai /v1 logit_bias', () => {
   const h = useServer({ models: [{ name: 'tiny' }] });

@@ -1,8 +1,9 @@
 // Many JSON schemas through the real server with speculation on: at temperature 0 the answer
 // is the same with drafting on and off, and every answer that ends with done_reason "stop"
 // validates against its schema (one cut by num_predict is a JSON prefix). Strings are
-// bounded because random-weight models rarely close a free string. Unsupported schema
-// features are a 400 that names them, and do not disturb the next request.
+// bounded because random-weight models rarely close a free string. Malformed schemas are a
+// 400 that names the problem and do not disturb the next request; keywords a grammar cannot
+// enforce are served and named in warnings, or refused under SPECD_STRICT_SCHEMA=1.
 import assert from 'node:assert/strict';
 import { describe } from 'node:test';
 import Ajv from 'ajv';
@@ -120,14 +121,12 @@ describe('schemas', () => {
     assert.ok(r.speculation.forced_accepted <= r.speculation.forced);
   });
 
-  test('unsupported schema features are a 400 naming them; the next request still works', async () => {
+  test('malformed schemas are a 400 naming the problem; the next request still works', async () => {
     const cases = [
-      [{ type: 'number', multipleOf: 3 }, /multipleOf/],
-      [{ type: 'object', properties: { a: { not: { type: 'string' } } } }, /not/],
-      [{ type: 'array', items: { type: 'integer' }, uniqueItems: true }, /uniqueItems/],
       [{ $ref: '#/$defs/missing' }, /missing|\$ref/],
       [{ type: 'array', items: { type: 'integer' }, minItems: 5, maxItems: 2 }, /minItems|maxItems/],
       [{ type: 'string', pattern: '(a' }, /pattern/],
+      [{ type: 'integer', multipleOf: 0 }, /multipleOf/],
     ];
     for (const [format, message] of cases) {
       const res = await fetch(`${h.srv.url}/api/generate`, {
@@ -140,6 +139,57 @@ describe('schemas', () => {
       assert.match(body.error, message, JSON.stringify(format));
       const ok = await h.srv.client.generate({ model: 'pair', prompt: 'x', format: SCHEMAS.scalars, stream: false, options: greedy({ num_predict: 8 }) });
       assert.equal(ok.done, true);
+    }
+  });
+
+  // As Ollama serves them: what the grammar cannot enforce is left out and named in warnings;
+  // the rest of the schema still holds.
+  test('keywords a grammar cannot enforce are served, named in warnings', async () => {
+    const format = {
+      type: 'object',
+      properties: {
+        ids: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 9 }, minItems: 2, maxItems: 2, uniqueItems: true },
+        n: { type: 'integer', multipleOf: 7 },
+      },
+      required: ['ids', 'n'],
+      not: { required: ['x'] },
+    };
+    const r = await h.srv.client.generate({ model: 'pair', prompt: 'x', format, stream: false, options: greedy({ num_predict: 48 }) });
+    assert.deepEqual(r.warnings.map((w) => w.replace(/ is not enforced.*/, '')),
+      ['format: "not" at /', 'format: "uniqueItems" at /properties/ids', 'format: "multipleOf" at /properties/n']);
+    if (r.done_reason === 'stop') {
+      const v = JSON.parse(r.response);
+      assert.equal(v.ids.length, 2);
+      assert.ok(v.ids.every((i) => Number.isInteger(i) && i >= 0 && i <= 9), r.response);
+    } else {
+      assert.ok(isJsonPrefix(r.response), r.response);
+    }
+    // What the grammar can enforce, it does, without a warning: a bounded multipleOf, an email.
+    const enforced = await h.srv.client.generate({
+      model: 'pair', prompt: 'x', stream: false, options: greedy({ num_predict: 64 }),
+      format: { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 50, multipleOf: 10 } }, required: ['n'] },
+    });
+    assert.equal(enforced.warnings, undefined);
+    if (enforced.done_reason === 'stop') assert.equal(JSON.parse(enforced.response).n % 10, 0, enforced.response);
+  });
+});
+
+describe('schemas, strict', () => {
+  const h = useServer({ models: [pairModel], env: { SPECD_STRICT_SCHEMA: '1' } });
+
+  test('SPECD_STRICT_SCHEMA=1 refuses what the grammar cannot enforce', async () => {
+    for (const [format, message] of [
+      [{ type: 'number', multipleOf: 3 }, /unsupported JSON schema feature "multipleOf" at \/.*SPECD_STRICT_SCHEMA/],
+      [{ type: 'object', properties: { a: { not: { type: 'string' } } } }, /"not" at \/properties\/a/],
+      [{ type: 'array', items: { type: 'integer' }, uniqueItems: true }, /uniqueItems/],
+    ]) {
+      const res = await fetch(`${h.srv.url}/api/generate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'pair', prompt: 'x', format, stream: false }),
+      });
+      assert.equal(res.status, 400, JSON.stringify(format));
+      assert.match((await res.json()).error, message);
     }
   });
 });

@@ -331,3 +331,46 @@ TEST(SchemaGrammar, SizesAndTimes) {
                     std::chrono::duration<double, std::milli>(t2 - t1).count());
     }
 }
+
+// The formats Pydantic and Zod emit, as the shapes a validator of the answer accepts.
+TEST(SchemaGrammar, CommonStringFormats) {
+    check({"email", R"({"type":"string","format":"email"})",
+           {R"("a.b+c@example.com")", R"("x_1@mail.example.org")"},
+           {R"("a@b")", R"("@x.com")", R"("a b@x.com")", R"("a@-x.com")", R"("a..b@x.com")"}});
+    check({"hostname", R"({"type":"string","format":"hostname"})",
+           {R"("localhost")", R"("a-b.example.com")", R"("x1")"},
+           {R"("-x.com")", R"("a..b")", R"("x-.com")", R"("a_b.com")", R"("")"}});
+    check({"ipv4", R"({"type":"string","format":"ipv4"})",
+           {R"("192.168.0.1")", R"("0.0.0.0")", R"("255.255.255.255")"},
+           {R"("256.1.1.1")", R"("1.2.3")", R"("01.2.3.4")", R"("1.2.3.4.5")"}});
+    check({"uri", R"({"type":"string","format":"uri"})",
+           {R"("https://example.com/a?b=c#d")", R"("mailto:x@y.z")", R"("urn:isbn:0451450523")"},
+           {R"("no scheme")", R"("http://a b")", R"("1http://x")", R"("http:")"}});
+}
+
+// multipleOf where a grammar writes it: the multiples of a bounded range, a power of ten, a
+// decimal step.
+TEST(SchemaGrammar, MultipleOfWhereItCanBeWritten) {
+    check({"bounded", R"({"type":"integer","minimum":-7,"maximum":20,"multipleOf":5})",
+           {"-5", "0", "5", "10", "15", "20"},
+           {"-10", "25", "3", "7", "-7", "05"}});
+    check({"hundreds", R"({"type":"integer","multipleOf":100})",
+           {"0", "100", "-300", "12300"},
+           {"50", "10", "1001", "-0", "00"}});
+    check({"cents", R"({"type":"number","multipleOf":0.01})",
+           {"1", "1.5", "-3.25", "0.01"},
+           {"1.234", "1e3", "0.001"}});
+    check({"even number", R"({"type":"number","minimum":0,"maximum":6,"multipleOf":2})",
+           {"0", "2", "4", "6"},
+           {"1", "8", "2.0"}});
+    check({"every integer", R"({"type":"integer","multipleOf":0.5})", {"0", "-17", "3"}, {"1.5"}});
+}
+
+TEST(SchemaGrammar, PropertyCountsWhereTheShapeImpliesThem) {
+    check({"min 1 over optional", R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"minProperties":1})",
+           {R"({"a":1})", R"({"b":2})", R"({"a":1,"b":2})"},
+           {"{}"}});
+    check({"max within declared", R"({"type":"object","properties":{"a":{"type":"integer"}},"maxProperties":1,"minProperties":0})",
+           {"{}", R"({"a":1})"},
+           {R"({"a":1,"b":2})"}});
+}

@@ -7,6 +7,8 @@
 #include "engine/llama_handles.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -113,23 +115,30 @@ TEST(JsonSchema, BrokenSchemaIsABadRequest) {
 
 TEST(JsonSchema, UnsupportedKeywordsAreNamedWithTheirPlace) {
     std::vector<Rejection> table;
-    for (const char * k : {"multipleOf", "not", "if", "then", "else", "contains", "minProperties", "maxProperties",
+    for (const char * k : {"not", "if", "then", "else", "contains",
                            "patternProperties", "propertyNames", "dependentRequired", "dependentSchemas",
                            "unevaluatedProperties", "unevaluatedItems", "minContains", "maxContains", "nullable", "$anchor"}) {
         table.push_back({std::string(R"({"type":"object","properties":{"n":{")") + k + R"(":1}}})",
                          {"unsupported JSON schema feature \"" + std::string(k) + "\" at /properties/n"}});
     }
     table.push_back({R"({"items":{"uniqueItems":true}})", {"\"uniqueItems\" at /items"}});
+    // Where they cannot be written (strict: refused; lenient: UnenforceableKeywords... below).
+    table.push_back({R"({"type":"integer","multipleOf":3})", {"unsupported JSON schema feature \"multipleOf\" at /"}});
+    table.push_back({R"({"type":"integer","minimum":0,"multipleOf":3})", {"\"multipleOf\" at /", "bounded range"}});
+    table.push_back({R"({"type":"number","multipleOf":0.25})", {"\"multipleOf\" at /", "power of ten"}});
+    table.push_back({R"({"type":"object","properties":{"a":{},"b":{}},"minProperties":2})", {"\"minProperties\" at /"}});
+    table.push_back({R"({"type":"object","maxProperties":2})", {"\"maxProperties\" at /"}});
     table.push_back({R"({"allOf":[{"type":"string"},{"minLength":1}]})", {"\"allOf\" with 2 schemas at /"}});
     table.push_back({R"({"anyOf":[{"type":"string"}],"oneOf":[{"type":"string"}]})", {"\"anyOf\" together with \"oneOf\""}});
     table.push_back({R"({"$ref":"https://example.com/s.json"})", {"unsupported $ref", "only refs within the schema"}});
     table.push_back({R"({"$ref":"#foo"})", {"unsupported $ref \"#foo\""}});
     table.push_back({R"({"$ref":"#/$defs/a","type":"string","$defs":{"a":{}}})", {"\"type\" beside \"$ref\""}});
-    table.push_back({R"({"type":"string","format":"email"})", {"unsupported string format \"email\"", "date, time, date-time, uuid"}});
+    table.push_back({R"({"type":"string","format":"idn-email"})", {"\"format\" at /", "\"idn-email\" is unknown here", "date, time, date-time, uuid"}});
     table.push_back({R"({"type":"number","minimum":0.5})", {"non-integral bound \"minimum\" 0.5", "at /"}});
-    table.push_back({R"({"type":"string","pattern":"^\\w+$","maxLength":5})", {"\"pattern\" at /", "not supported unless"}});
-    table.push_back({R"({"type":"string","pattern":"^[a-z]{3}$","minLength":4})", {"\"minLength\"/\"maxLength\" together with \"pattern\""}});
-    table.push_back({R"({"type":"string","format":"date","maxLength":20})", {"together with \"format\""}});
+    table.push_back({R"({"type":"string","pattern":"^\\w+$","maxLength":5})", {"\"maxLength\" at /", "unless it implies the length"}});
+    table.push_back({R"({"type":"string","pattern":"^[a-z]{3}$","minLength":4})", {"\"minLength\" at /", "beside a pattern"}});
+    table.push_back({R"({"type":"string","format":"date","maxLength":20})", {"\"maxLength\" at /", "beside a format"}});
+    table.push_back({R"({"type":"string","format":"date","pattern":"^2"})", {"\"format\" at /", "the pattern beside it"}});
     table.push_back({R"({"enum":["a","bb"],"minLength":2})", {"\"minLength\" beside \"enum\""}});
     table.push_back({R"({"properties":{"p":{"pattern":"(?=a)b"}}})", {"\"pattern\" at /properties/p", "lookahead"}});
     table.push_back({R"({"pattern":"(a)\\1"})", {"backreferences"}});
@@ -263,4 +272,35 @@ TEST(JsonSchema, LargeCountsStaySmall) {
 TEST(JsonSchema, PropertiesKeepDeclaredOrder) {
     const auto g = schema_to_grammar(R"({"type":"object","properties":{"zeta":{"type":"null"},"alpha":{"type":"null"}},"required":["zeta","alpha"]})");
     EXPECT_LT(g.find("zeta"), g.find("alpha")) << g;
+}
+
+// As Ollama serves them: with a list to name them in, what the grammar cannot enforce is
+// accepted (the value is generated without it) and named once per keyword and place.
+TEST(JsonSchema, UnenforceableKeywordsAreAcceptedAndNamed) {
+    const std::string schema =
+        R"({"type":"object","properties":{"tags":{"type":"array","items":{"type":"string"},"uniqueItems":true},)"
+        R"("mail":{"type":"string","format":"idn-email"},"n":{"type":"integer","multipleOf":7},)"
+        R"("a":{"$ref":"#/$defs/p"},"b":{"$ref":"#/$defs/p"},"c":{"not":{"type":"null"},"nullable":true}},)"
+        R"("required":["tags"],"if":{"required":["a"]},"then":{"required":["b"]},"patternProperties":{"^x":{}},)"
+        R"("$defs":{"p":{"type":"string","propertyNames":{"maxLength":3}}}})";
+    std::vector<std::string> unenforced;
+    const std::string        g = schema_to_grammar(schema, SchemaLimits{}, &unenforced);
+    EXPECT_TRUE(llama_parses(g)) << g;
+    const std::vector<std::string> want = {
+        "\"if\" at /", "\"then\" at /", "\"patternProperties\" at /", "\"uniqueItems\" at /properties/tags",
+        "\"format\" at /properties/mail", "\"multipleOf\" at /properties/n", "\"propertyNames\" at /$defs/p",
+        "\"not\" at /properties/c", "\"nullable\" at /properties/c",
+    };
+    EXPECT_EQ(unenforced.size(), want.size()) << ::testing::PrintToString(unenforced);
+    for (const auto & w : want) {
+        const auto n = std::count_if(unenforced.begin(), unenforced.end(), [&](const std::string & u) { return u.starts_with(w); });
+        EXPECT_EQ(n, 1) << w << " in " << ::testing::PrintToString(unenforced); // /$defs/p reached twice, named once
+    }
+    for (const auto & u : unenforced) EXPECT_NE(u.find(" is not enforced ("), std::string::npos) << u;
+    // The same schema strict: refused, naming the first.
+    EXPECT_THROW(schema_to_grammar(schema), specd::Error);
+    // Malformed values stay errors either way.
+    std::vector<std::string> ignored;
+    EXPECT_THROW(schema_to_grammar(R"({"type":"integer","multipleOf":0})", SchemaLimits{}, &ignored), specd::Error);
+    EXPECT_THROW(schema_to_grammar(R"({"type":"integer","minimum":1,"maximum":4,"multipleOf":5})", SchemaLimits{}, &ignored), specd::Error);
 }

@@ -735,6 +735,47 @@ TEST_F(StoreTest, DraftCheckRunsBeforeWriting) {
     EXPECT_NO_THROW(create("pair", "FROM ./tiny.gguf\nDRAFT ./draft.gguf\n", opts));
 }
 
+// Drafts are stored under Ollama's media type; a model stored by an older specd (its own
+// type) still resolves its draft, and a model created from it gets Ollama's type.
+TEST_F(StoreTest, DraftLayersUseOllamasTypeAndTheOldOneStillReads) {
+    const Manifest m = create("pair", "FROM ./tiny.gguf\nDRAFT ./draft.gguf\n");
+    ASSERT_NE(m.find(media_type::draft), nullptr);
+    EXPECT_EQ(m.find(media_type::draft)->media_type, "application/vnd.ollama.image.draft");
+
+    Manifest old = m;
+    for (auto & layer : old.layers) {
+        if (layer.media_type == media_type::draft) layer.media_type = std::string(media_type::legacy_draft);
+    }
+    store_->write_manifest(name("old"), old);
+    const auto resolved = store_->resolve(name("old"));
+    ASSERT_TRUE(resolved.draft.has_value());
+    EXPECT_EQ(read_file(*resolved.draft), fake_gguf("draft weights"));
+
+    const Manifest again = create("again", "FROM old\nSYSTEM hi\n");
+    int drafts = 0;
+    for (const auto & layer : again.layers) {
+        EXPECT_NE(layer.media_type, media_type::legacy_draft) << "carried along as a foreign layer";
+        drafts += layer.media_type == media_type::draft;
+    }
+    EXPECT_EQ(drafts, 1);
+}
+
+// RENDERER, PARSER and REQUIRES go into the config and come back in the Modelfile.
+TEST_F(StoreTest, OllamasRendererParserAndRequiresRoundTrip) {
+    create("r", "FROM ./tiny.gguf\nRENDERER qwen3-coder\nPARSER qwen3-coder\nREQUIRES 0.12.0\n");
+    const auto resolved = store_->resolve(name("r"));
+    EXPECT_EQ(resolved.config.renderer, "qwen3-coder");
+    EXPECT_EQ(resolved.config.parser, "qwen3-coder");
+    EXPECT_EQ(resolved.config.requires_version, "0.12.0");
+    const std::string text = format_modelfile(resolved.modelfile());
+    EXPECT_NE(text.find("RENDERER qwen3-coder\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("REQUIRES 0.12.0\n"), std::string::npos) << text;
+    // Inherited by a model created from it, unless its Modelfile says otherwise.
+    create("r2", "FROM r\nPARSER other\n");
+    EXPECT_EQ(store_->resolve(name("r2")).config.renderer, "qwen3-coder");
+    EXPECT_EQ(store_->resolve(name("r2")).config.parser, "other");
+}
+
 // --- resumable downloads (pull)
 
 namespace {
