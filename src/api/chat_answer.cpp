@@ -71,9 +71,15 @@ AnswerReader prepare_answer(DecodedRequest & d) {
     const ModelFiles & m        = d.request.model;
     const bool         thinking = p.think && p.think->enabled;
     // A load (or unload) request renders nothing and answers nothing.
+    if (p.tool_required && !d.request.load_only && !d.request.generate.grammar.empty()) {
+        throw ParamError("tool_choice", "tool_choice that forces a call cannot be combined with a response format");
+    }
     if (d.request.load_only || (!thinking && p.tools.empty())) return {};
 
     if (const auto & go = p.template_text ? p.template_text : m.template_text) {
+        if (p.tool_required) {
+            throw ParamError("tool_choice", "tool_choice that forces a call is not supported with an Ollama (Go) TEMPLATE yet");
+        }
         if (thinking && !go_uses(*go, ".Think")) throw unsupported(m, "thinking");
         if (thinking) throw bad_request("think with an Ollama (Go) TEMPLATE is not supported yet by this server");
         if (!go_uses(*go, ".Tools")) throw ParamError("tools", unsupported(m, "tools").what());
@@ -91,6 +97,23 @@ AnswerReader prepare_answer(DecodedRequest & d) {
     if (thinking && r.thinking_end.empty()) throw unsupported(m, "thinking");
 
     GenerateOptions & g = d.request.generate;
+    if (p.tool_required) {
+        // The grammar of the template's call syntax over the tools a call may name: all of
+        // them, or the forced one (the prompt still offers every tool). With `think` the
+        // reasoning block comes first, as before a format.
+        std::vector<Tool> callable;
+        for (const Tool & t : p.tools) {
+            if (p.tool_forced.empty() || t.name == p.tool_forced) callable.push_back(t);
+        }
+        if (callable.empty()) throw ParamError("tool_choice", "tool_choice names \"" + p.tool_forced + "\", which is not in tools");
+        const engine::ChatRender forced = tmpl.render_chat(engine::conversation_of(p, m.system), callable, p.think, true);
+        if (forced.tool_grammar.empty()) {
+            throw ParamError("tool_choice", "model \"" + m.name + "\": llama.cpp has no grammar for its template's tool calls, so a "
+                                            "call cannot be forced (tool_choice \"auto\" works)");
+        }
+        g.grammar              = forced.tool_grammar;
+        g.end_on_complete_json = false;
+    }
     if (thinking && !g.grammar.empty()) {
         grammar::ThinkingBlock block;
         block.open         = r.thinking_open ? "" : r.thinking_start;

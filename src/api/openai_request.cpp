@@ -67,13 +67,8 @@ void reject_unimplemented(const json & body, bool chat) {
     if (const json * v = field(body, "functions"); v && !(v->is_array() && v->empty())) {
         throw ParamError("functions", not_yet("functions (the deprecated form of tools)"));
     }
-    for (const char * key : {"tool_choice", "function_call"}) {
-        // "auto" is what the model does with tools anyway; "none" is handled by dropping them.
-        // Forcing a call ("required", a named function) is not enforced yet: llama.cpp's
-        // grammar for it in the pinned tree lets free text come before the call.
-        if (const json * v = field(body, key); v && !(v->is_string() && (*v == "none" || *v == "auto"))) {
-            throw ParamError(key, not_yet(std::string(key) + " other than \"auto\" or \"none\""));
-        }
+    if (const json * v = field(body, "function_call"); v && !(v->is_string() && (*v == "none" || *v == "auto"))) {
+        throw ParamError("function_call", not_yet("function_call other than \"auto\" or \"none\" (tool_choice forces calls)"));
     }
     if (const json * v = field(body, "top_logprobs"); !chat && v && *v != 0) {
         throw ParamError("top_logprobs", "top_logprobs is for chat completions; completions take logprobs: N");
@@ -344,6 +339,30 @@ OpenAIRequest decode_openai_chat(const json & body, const vision::ImageLimits & 
         }
         const std::string effort = e->get<std::string>();
         p.think = effort == "none" ? ThinkSetting{false, ""} : ThinkSetting{true, effort};
+    }
+    // tool_choice: "auto" (the model's choice), "none" (the tools are not offered), "required"
+    // (some call), or a function by name ({"type": "function", "function": {"name"}}, or the
+    // Responses API's {"type": "function", "name"}): held to by a grammar (chat_answer).
+    if (const json * tc = field(body, "tool_choice")) {
+        if (tc->is_string() && (*tc == "auto" || *tc == "none")) {
+            // nothing to force
+        } else if (tc->is_string() && *tc == "required") {
+            p.tool_required = true;
+        } else if (tc->is_object() && tc->value("type", "") == "function") {
+            const json * f    = field(*tc, "function");
+            const json * name = f && f->is_object() ? field(*f, "name") : field(*tc, "name");
+            if (!name || !name->is_string() || name->get_ref<const std::string &>().empty()) {
+                throw ParamError("tool_choice", "tool_choice must name its function: {\"type\": \"function\", \"function\": {\"name\": ...}}");
+            }
+            p.tool_required = true;
+            p.tool_forced   = name->get<std::string>();
+        } else {
+            throw ParamError("tool_choice", "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        }
+        const json * tools = field(body, "tools");
+        if (p.tool_required && !(tools && tools->is_array() && !tools->empty())) {
+            throw ParamError("tool_choice", "tool_choice asks for a call, but there are no tools");
+        }
     }
     if (const json * tools = field(body, "tools"); tools && !(field(body, "tool_choice") && *field(body, "tool_choice") == "none")) {
         try {

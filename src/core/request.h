@@ -60,6 +60,10 @@ struct PromptSpec {
     std::vector<ImagePtr> images;  // generate: placed before the prompt text, in order
     std::optional<std::string> template_text; // the request's `template` (Ollama Go syntax): wins over the model's
     std::vector<Tool>          tools;  // chat: functions the template offers the model
+    // OpenAI's tool_choice "required" (some call) or a named function (that one): the answer
+    // is held to the template's tool-call syntax by a grammar. False: the model's choice.
+    bool                       tool_required = false;
+    std::string                tool_forced; // a function's name: that call, and only it
     std::optional<ThinkSetting> think; // unset: the template renders without thinking (as before `think` existed)
 
     // Every image of the request (generate's, then each message's in order).

@@ -26,6 +26,37 @@ std::vector<common_chat_msg> to_common(const std::vector<Message> & messages) {
     return out;
 }
 
+// llama.cpp's grammar for a required call parses the whole assistant turn: its root starts
+// with the generation prompt's text and lets free text (and a reasoning block) come before
+// `tool-calls`, so as a sampling grammar it forces nothing. What a required call means is
+// that rule alone: the root becomes `root ::= tool-calls`; every rule it uses stays. Empty
+// when the grammar has no such rule (a template whose handler names its calls otherwise).
+std::string forced_calls_grammar(const std::string & gbnf) {
+    static const std::string rule = "\ntool-calls ::= ";
+    if (("\n" + gbnf).find(rule) == std::string::npos) return "";
+    std::string out;
+    size_t      start = 0;
+    while (start < gbnf.size()) {
+        size_t end = gbnf.find('\n', start);
+        if (end == std::string::npos) end = gbnf.size();
+        const std::string line = gbnf.substr(start, end - start);
+        // A rule's body may go on over several lines; only the root's first line names it.
+        if (line.rfind("root ::= ", 0) == 0) {
+            out += "root ::= tool-calls\n";
+            // Its continuation lines (indented, or an alternative) go with it.
+            start = end + 1;
+            while (start < gbnf.size() && (gbnf[start] == ' ' || gbnf[start] == '\t' || gbnf[start] == '|')) {
+                end   = gbnf.find('\n', start);
+                start = end == std::string::npos ? gbnf.size() : end + 1;
+            }
+            continue;
+        }
+        out += line + "\n";
+        start = end + 1;
+    }
+    return out;
+}
+
 common_chat_templates * init_or_null(const llama_model * model, const std::string & source) {
     try {
         return common_chat_templates_init(model, source).release();
@@ -109,7 +140,7 @@ std::string ChatTemplate::render(const std::vector<Message> & messages, bool add
 }
 
 ChatRender ChatTemplate::render_chat(const std::vector<Message> & messages, const std::vector<Tool> & tools,
-                                     const std::optional<ThinkSetting> & think) const {
+                                     const std::optional<ThinkSetting> & think, bool tool_required) const {
     common_chat_templates_inputs in;
     in.add_generation_prompt = true;
     in.use_jinja             = true;
@@ -117,6 +148,7 @@ ChatRender ChatTemplate::render_chat(const std::vector<Message> & messages, cons
     // deepseek: the reasoning is parsed out of the answer into its own field.
     in.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK;
     for (const auto & t : tools) in.tools.push_back({t.name, t.description, t.parameters});
+    if (tool_required) in.tool_choice = COMMON_CHAT_TOOL_CHOICE_REQUIRED;
     if (think && think->enabled && !think->effort.empty()) {
         in.chat_template_kwargs["reasoning_effort"] = "\"" + think->effort + "\"";
     }
@@ -124,6 +156,7 @@ ChatRender ChatTemplate::render_chat(const std::vector<Message> & messages, cons
 
     ChatRender out;
     out.prompt = p.prompt;
+    if (tool_required) out.tool_grammar = forced_calls_grammar(p.grammar);
     if (in.enable_thinking && p.supports_thinking && !p.thinking_end_tags.empty()) {
         out.thinking_start = p.thinking_start_tag;
         out.thinking_end   = p.thinking_end_tags.front();

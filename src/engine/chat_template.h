@@ -33,6 +33,9 @@ struct ChatRender {
     // The prompt already opens the reasoning block: the answer starts inside it.
     bool        thinking_open = false;
     std::shared_ptr<const ChatSyntax> syntax;
+    // With a required tool call: a grammar whose answer is one or more calls in the template's
+    // syntax to the tools given (llama.cpp's rule for them); empty when it has none.
+    std::string tool_grammar;
 };
 
 // The conversation a templated prompt renders: chat's messages, or generate's system and
@@ -54,9 +57,10 @@ class ChatTemplate {
 
     // The prompt for an answer to `messages`, with `tools` offered and reasoning on or off
     // (unset: off, as render() does). Deterministic: api/ renders the same inputs to get
-    // the syntax that the runner's prompt was rendered with.
+    // the syntax that the runner's prompt was rendered with. `tool_required`: also the
+    // grammar of a call to one of `tools` (ChatRender::tool_grammar).
     ChatRender render_chat(const std::vector<Message> & messages, const std::vector<Tool> & tools,
-                           const std::optional<ThinkSetting> & think) const;
+                           const std::optional<ThinkSetting> & think, bool tool_required = false) const;
 
     ChatFeatures features() const { return features_; }
 

@@ -202,6 +202,52 @@ describe('think', () => {
     assert.match(r.body.error, /does not support tools/);
   });
 
+  test('OpenAI: tool_choice "required" or a named function holds the answer to a call', async () => {
+    const openai = new OpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    // Bounded arguments: random weights never close a free string.
+    const tools = [
+      { type: 'function', function: { name: 'pick', description: 'Pick a digit',
+        parameters: { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['n'] } } },
+      { type: 'function', function: { name: 'flag', description: 'Set a flag',
+        parameters: { type: 'object', properties: { on: { type: 'boolean' } }, required: ['on'] } } },
+    ];
+    const ask = (tool_choice, extra = {}) => openai.chat.completions.create({
+      model: 'think', messages, tools, tool_choice, temperature: 0, max_tokens: 60, ...extra });
+    const auto = await ask('auto');
+    assert.equal(auto.choices[0].message.tool_calls, undefined, 'random weights call nothing by themselves');
+    const required = await ask('required');
+    const call = required.choices[0].message.tool_calls?.[0];
+    assert.ok(call, JSON.stringify(required.choices[0]));
+    assert.equal(required.choices[0].finish_reason, 'tool_calls');
+    assert.ok(['pick', 'flag'].includes(call.function.name), call.function.name);
+    assert.match(call.id, /^call_/);
+    JSON.parse(call.function.arguments);
+    for (const name of ['pick', 'flag']) {
+      const named = await ask({ type: 'function', function: { name } });
+      const calls = named.choices[0].message.tool_calls;
+      assert.ok(calls?.length >= 1, JSON.stringify(named.choices[0]));
+      assert.ok(calls.every((c) => c.function.name === name), JSON.stringify(calls));
+      const args = JSON.parse(calls[0].function.arguments);
+      if (name === 'pick') assert.ok(Number.isInteger(args.n) && args.n >= 0 && args.n <= 9, calls[0].function.arguments);
+      else assert.equal(typeof args.on, 'boolean');
+    }
+    // Streamed, the call arrives as a tool_calls delta.
+    const stream = await ask('required', { stream: true });
+    const deltas = [];
+    for await (const c of stream) deltas.push(...(c.choices[0]?.delta?.tool_calls ?? []));
+    assert.equal(deltas[0]?.function?.name, call.function.name);
+    for (const [tool_choice, extra, re] of [
+      [{ type: 'function', function: { name: 'nope' } }, {}, /not in tools/],
+      ['sometimes', {}, /tool_choice must be/],
+      ['required', { response_format: { type: 'json_object' } }, /response format/],
+    ]) {
+      const bad = await ask(tool_choice, extra).catch((e) => e);
+      assert.ok(bad instanceof OpenAI.BadRequestError, String(bad));
+      assert.equal(bad.param, 'tool_choice');
+      assert.match(bad.message, re);
+    }
+  });
+
   test('OpenAI: tools and reasoning_effort on /v1/chat/completions', async () => {
     const openai = new OpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
     const plain = await openai.chat.completions.create({ model: 'think', messages, max_tokens: 1, temperature: 0 });

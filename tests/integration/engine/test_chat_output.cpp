@@ -69,6 +69,21 @@ TEST(ChatOutput, ThinkingRendersAndSplits) {
     EXPECT_EQ(read(on, "<think>\nstill going", 2).content, "");
 }
 
+// A required call: llama.cpp's grammar for the whole turn, rooted at its tool-calls rule
+// (it parses from the generation prompt's text and allows free text first; neither is
+// wanted when the grammar drives sampling).
+TEST(ChatOutput, ARequiredCallIsTheToolCallsRuleAlone) {
+    const auto free = qwen3().render_chat(k_ask, k_tools, std::nullopt);
+    EXPECT_TRUE(free.tool_grammar.empty());
+    const auto r = qwen3().render_chat(k_ask, k_tools, std::nullopt, true);
+    EXPECT_EQ(r.prompt, free.prompt); // forcing the call changes no prompt text
+    ASSERT_TRUE(r.tool_grammar.starts_with("root ::= tool-calls\n") || r.tool_grammar.find("\nroot ::= tool-calls\n") != std::string::npos)
+        << r.tool_grammar;
+    EXPECT_NE(r.tool_grammar.find("\ntool-calls ::= "), std::string::npos);
+    EXPECT_EQ(r.tool_grammar.find("<|im_start|>"), std::string::npos) << r.tool_grammar;
+    EXPECT_NE(r.tool_grammar.find("get_weather"), std::string::npos);
+}
+
 TEST(ChatOutput, ToolCallsParseWholeAndStreamed) {
     const auto        r      = qwen3().render_chat(k_ask, k_tools, std::nullopt);
     EXPECT_NE(r.prompt.find("get_weather"), std::string::npos);

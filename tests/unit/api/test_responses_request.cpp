@@ -67,7 +67,7 @@ TEST(ResponsesRequest, ToolsFormatAndReasoningMapToTheirChatFields) {
         {"model", "tiny"},
         {"input", "hi"},
         {"tools", {{{"type", "function"}, {"name", "pick"}, {"description", "Pick"}, {"parameters", schema}}}},
-        {"tool_choice", "auto"},
+        {"tool_choice", {{"type", "function"}, {"name", "pick"}}},
         {"text", {{"format", {{"type", "json_schema"}, {"name", "n"}, {"schema", schema}}}}},
         {"reasoning", {{"effort", "low"}}},
         {"stream", true},
@@ -79,6 +79,8 @@ TEST(ResponsesRequest, ToolsFormatAndReasoningMapToTheirChatFields) {
     const OpenAIRequest r = decode_openai_responses(body);
     EXPECT_TRUE(r.decoded.stream);
     EXPECT_EQ(r.decoded.request.prompt.tools.at(0).name, "pick");
+    EXPECT_EQ(r.decoded.request.prompt.tool_forced, "pick"); // the Responses API's form
+    EXPECT_TRUE(r.decoded.request.prompt.tool_required);
     EXPECT_EQ(r.decoded.request.prompt.think->effort, "low");
     EXPECT_FALSE(r.decoded.request.generate.grammar.empty());
 }
@@ -103,7 +105,7 @@ TEST(ResponsesRequest, WhatSpecdCannotServeNamesTheField) {
         {body({{"input", {{{"role", "user"}, {"content", {{{"type", "input_file"}}}}}}}}), "input[0].content[0].type"},
         {body({{"input", {{{"type", "function_call_output"}, {"call_id", "c"}}}}}), "input[0].output"},
         {body({{"instructions", 3}}), "instructions"},
-        {body({{"tool_choice", "required"}}), "tool_choice"}, // not enforced yet (docs/api.md)
+        {body({{"tool_choice", "required"}}), "tool_choice"}, // and no tools
         {body({{"text", {{"format", {{"type", "yaml"}}}}}}), "text.format.type"},
         {json{{"model", "tiny"}}, "input"},
     };
