@@ -103,7 +103,9 @@ describe('continuous batching', () => {
       const busy = all.filter((r) => r.status === 503);
       assert.equal(ok.length + busy.length, all.length, `statuses: ${all.map((r) => r.status)}`);
       assert.ok(busy.length > 0, 'twelve requests at once overflow a queue of two');
-      assert.ok(ok.length >= 3, `one running and two queued are served (got ${ok.length})`);
+      // At least the queue's two: a third is served only when the runner took the first
+      // off the queue before the third arrived (under a loaded machine it sometimes has not).
+      assert.ok(ok.length >= 2, `the two a full queue holds are served (got ${ok.length})`);
       for (const r of busy) assert.match(JSON.parse(r.text).error, /server busy/);
       assert.equal(await metric(srv.url, 'specd_queue_rejected_total'), busy.length);
       // Once the queue drains, requests are served again.
