@@ -55,17 +55,32 @@ void DraftModel::reset() {
 }
 
 std::vector<llama_token> DraftModel::catch_up(std::span<const spec::token_id> history) {
+    // The draft cannot see images: their positions would be fillers to it, hundreds of them
+    // per image, each a draft step to read (on a first proposal or a probe after depth 0 they
+    // cost more than the round). Its context starts after the last image instead.
+    size_t after_image = 0;
+    for (size_t i = history.size(); i-- > 0;) {
+        if (history[i] < 0) {
+            after_image = i + 1;
+            break;
+        }
+    }
+    if (after_image >= history.size()) return {}; // nothing but images yet: nothing to draft from
+    if (base_ < after_image) {
+        base_ = after_image;
+        kv_.clear();
+    }
     // The cache holds history[base_ ...] at positions counted from 0; it is brought to
     // `history` minus its last token, which is decoded in any case for its logits.
     size_t common = 0;
     if (base_ + 1 < history.size()) common = kv_.common_prefix(history.subspan(base_, history.size() - 1 - base_));
-    if (common == 0) base_ = 0; // nothing reusable: a new prompt, or the target shifted
+    if (common == 0) base_ = after_image; // nothing reusable: a new prompt, or the target shifted
     const size_t gap = history.size() - (base_ + common);
     if (!first_proposal_ && gap > k_rewindow_gap) {
         // The draft sat out a long stretch (depth 0, probes far apart): catching up would
         // cost a draft step per missed token, so restart it on the recent tokens only. Any
         // draft is exact under verification; only its acceptance depends on its context.
-        base_  = history.size() - k_window;
+        base_  = std::max(after_image, history.size() - k_window);
         common = 0;
     }
     if (common == 0 || !kv_.keep(common)) kv_.clear();

@@ -132,3 +132,36 @@ TEST(DraftModel, ACancelledSequenceProposesNothingAndTheOthersGoOn) {
     EXPECT_EQ(jobs[0].out.tokens.size(), 4u);
     EXPECT_TRUE(jobs[1].out.tokens.empty());
 }
+
+// Image positions are fillers to the draft: it reads only what follows the last image, so a
+// prompt with a 300-position image costs the draft what its text alone costs, and proposes
+// what that text alone proposes.
+TEST(DraftModel, TheDraftReadsOnlyWhatFollowsTheLastImage) {
+    const std::vector<llama_token> text = tokens("Describe the picture in one line");
+    std::vector<llama_token>       history(5, 1);            // the template's tokens before the image
+    history.insert(history.end(), 300, llama_token(-1));     // the image's positions
+    const std::vector<llama_token> after(text.begin() + 1, text.end()); // no BOS after the image
+    history.insert(history.end(), after.begin(), after.end());
+
+    Drafts                d(1);
+    const int64_t         before = d.ctx->decodes();
+    std::vector<DraftJob> jobs{{.draft = d.seqs[0].get(), .req = {.history = history, .k = 3}}};
+    DraftModel::propose_together(jobs);
+    // One decode reads the text and gives the first draft, two more the others; reading the
+    // image's 300 positions too would take 5 more chunks of 64.
+    EXPECT_EQ(d.ctx->decodes() - before, 3);
+    ASSERT_EQ(jobs[0].out.tokens.size(), 3u);
+
+    Drafts                alone(1);
+    std::vector<DraftJob> solo{{.draft = alone.seqs[0].get(), .req = {.history = after, .k = 3}}};
+    DraftModel::propose_together(solo);
+    EXPECT_EQ(jobs[0].out.tokens, solo[0].out.tokens);
+
+    // The next round goes on from there (the image is not read then either).
+    std::vector<llama_token> longer = history;
+    longer.push_back(jobs[0].out.tokens[0]);
+    const int64_t         mid = d.ctx->decodes();
+    std::vector<DraftJob> next{{.draft = d.seqs[0].get(), .req = {.history = longer, .k = 2}}};
+    DraftModel::propose_together(next);
+    EXPECT_EQ(d.ctx->decodes() - mid, 2);
+}
