@@ -89,6 +89,25 @@ std::vector<models::ModelfileMessage> parse_create_messages(const json & message
     return out;
 }
 
+// The store paths of `key`'s blobs ({file name: digest}, each uploaded through /api/blobs),
+// in order; none when the field is absent or null. `blob` names them in errors.
+std::vector<std::string> uploaded_blobs(const models::Store & store, const json & body, const char * key,
+                                        const std::string & blob) {
+    std::vector<std::string> out;
+    const auto               it = body.find(key);
+    if (it == body.end() || it->is_null()) return out;
+    if (!it->is_object()) throw bad_request(std::string(key) + " must be an object of file name -> digest");
+    for (const auto & [file, digest] : it->items()) {
+        if (!digest.is_string()) throw bad_request(std::string(key) + ": digest of " + file + " must be a string");
+        const auto path = store.blob_path(digest.get<std::string>()); // validates the digest
+        if (!store.has_blob(digest.get<std::string>())) {
+            throw bad_request(blob + " " + digest.get<std::string>() + " not found; upload it to /api/blobs first");
+        }
+        out.push_back(path.string());
+    }
+    return out;
+}
+
 } // namespace
 
 std::string bare_digest(const std::string & digest) {
@@ -207,30 +226,13 @@ void catalog_create(models::Store & store, const json & body, const std::functio
         if (!models::parse(*from)) throw bad_request("from must name a model");
         mf.from.push_back(*from);
     }
-    if (auto it = body.find("files"); it != body.end() && !it->is_null()) {
-        if (!it->is_object()) throw bad_request("files must be an object of file name -> digest");
-        for (const auto & [file, digest] : it->items()) {
-            if (!digest.is_string()) throw bad_request("files: digest of " + file + " must be a string");
-            const auto path = store.blob_path(digest.get<std::string>()); // validates the digest
-            if (!store.has_blob(digest.get<std::string>())) {
-                throw bad_request("blob " + digest.get<std::string>() + " not found; upload it to /api/blobs first");
-            }
-            mf.from.push_back(path.string());
-        }
-    }
+    for (auto & path : uploaded_blobs(store, body, "files", "blob")) mf.from.push_back(std::move(path));
     if (mf.from.empty()) throw bad_request("neither 'from' nor 'files' was specified");
     // The draft as Ollama's create names it: `draft_files` (file name -> uploaded blob, one).
-    if (auto it = body.find("draft_files"); it != body.end() && !it->is_null()) {
-        if (!it->is_object() || it->size() > 1) throw bad_request("draft_files must be an object of one file name -> digest");
-        for (const auto & [file, digest] : it->items()) {
-            if (!digest.is_string()) throw bad_request("draft_files: digest of " + file + " must be a string");
-            const auto path = store.blob_path(digest.get<std::string>()); // validates the digest
-            if (!store.has_blob(digest.get<std::string>())) {
-                throw bad_request("draft blob " + digest.get<std::string>() + " not found; upload it to /api/blobs first");
-            }
-            mf.draft = path.string();
-        }
+    if (auto it = body.find("draft_files"); it != body.end() && !it->is_null() && (!it->is_object() || it->size() > 1)) {
+        throw bad_request("draft_files must be an object of one file name -> digest");
     }
+    for (auto & path : uploaded_blobs(store, body, "draft_files", "draft blob")) mf.draft = std::move(path);
     // specd's extension for speculation: `draft` names a stored model or an uploaded blob.
     if (auto draft = opt_string(body, "draft"); draft && !draft->empty()) {
         if (mf.draft) throw bad_request("give the draft as draft or as draft_files, not both");
@@ -248,17 +250,7 @@ void catalog_create(models::Store & store, const json & body, const std::functio
     if (auto v = opt_string(body, "parser"); v && !v->empty()) mf.parser = *v;
     if (auto v = opt_string(body, "requires"); v && !v->empty()) mf.requires_version = *v;
     if (auto v = opt_string(body, "template"); v && !v->empty()) mf.template_text = *v;
-    if (auto it = body.find("adapters"); it != body.end() && !it->is_null()) {
-        if (!it->is_object()) throw bad_request("adapters must be an object of file name -> digest");
-        for (const auto & [file, digest] : it->items()) {
-            if (!digest.is_string()) throw bad_request("adapters: digest of " + file + " must be a string");
-            const auto path = store.blob_path(digest.get<std::string>()); // validates the digest
-            if (!store.has_blob(digest.get<std::string>())) {
-                throw bad_request("adapter blob " + digest.get<std::string>() + " not found; upload it to /api/blobs first");
-            }
-            mf.adapters.push_back(path.string());
-        }
-    }
+    mf.adapters = uploaded_blobs(store, body, "adapters", "adapter blob");
     if (auto it = body.find("messages"); it != body.end() && !it->is_null()) mf.messages = parse_create_messages(*it);
     std::function<void(const std::filesystem::path &, const std::filesystem::path &)> quantize;
     if (auto q = opt_string(body, "quantize"); q && !q->empty()) quantize = quantize_rewrite(*q, progress, tensors);

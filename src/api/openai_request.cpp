@@ -12,16 +12,15 @@
 
 namespace specd::api {
 
-namespace {
-
-// OpenAI's own bound on logit_bias entries.
-constexpr size_t k_max_logit_bias = 300;
-
-// The field, or nullptr when it is absent or null (OpenAI's clients send nulls for unset fields).
 const json * field(const json & obj, const char * key) {
     auto it = obj.find(key);
     return it == obj.end() || it->is_null() ? nullptr : &*it;
 }
+
+namespace {
+
+// OpenAI's own bound on logit_bias entries.
+constexpr size_t k_max_logit_bias = 300;
 
 std::string format_bound(double v) {
     char buf[32];

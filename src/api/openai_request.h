@@ -22,6 +22,10 @@ class ParamError : public Error {
     std::string param_;
 };
 
+// The field, or nullptr when it is absent or null (OpenAI's clients send nulls for unset
+// fields): how every /v1 decoder reads a body.
+const json * field(const json & obj, const char * key);
+
 struct OpenAIRequest {
     // The request in /api/chat's or /api/generate's terms: sampling fields become Ollama
     // options (temperature, top_p, seed, num_predict, stop, presence/frequency_penalty),

@@ -36,6 +36,13 @@ const char * error_type(int status) {
     return "api_error";
 }
 
+// OpenAI's error `code` for the kinds that have one.
+json error_code(ErrorKind kind) {
+    if (kind == ErrorKind::not_found) return "model_not_found";
+    if (kind == ErrorKind::busy) return "server_busy";
+    return nullptr;
+}
+
 json model_object(const models::StoreEntry & e) {
     return {{"id", e.name.display()}, {"object", "model"}, {"created", unix_seconds(e.modified)}, {"owned_by", e.name.ns}};
 }
@@ -53,10 +60,7 @@ std::pair<int, json> openai_error_of(const std::exception & e) {
     const int status = http_status(err->kind());
     json      param  = nullptr;
     if (const auto * pe = dynamic_cast<const ParamError *>(err)) param = pe->param();
-    json code = nullptr;
-    if (err->kind() == ErrorKind::not_found) code = "model_not_found";
-    if (err->kind() == ErrorKind::busy) code = "server_busy";
-    return {status, openai_error_json(status, err->what(), param, code)};
+    return {status, openai_error_json(status, err->what(), param, error_code(err->kind()))};
 }
 
 const char * openai_finish_reason(DoneReason reason) { return reason == DoneReason::length ? "length" : "stop"; }
@@ -78,11 +82,11 @@ OpenAIWriter::OpenAIWriter(OpenAIEndpoint endpoint, std::string model, bool incl
     id_((endpoint == OpenAIEndpoint::chat ? "chatcmpl-" : "cmpl-") + random_hex()),
     created_(unix_seconds(std::chrono::system_clock::now())) {}
 
-json OpenAIWriter::error_json(ErrorKind kind, const std::string & message) const {
-    const int status = http_status(kind);
-    return openai_error_json(status, message, nullptr,
-                             kind == ErrorKind::busy ? json("server_busy") : kind == ErrorKind::not_found ? json("model_not_found") : json());
+json openai_error_of_kind(ErrorKind kind, const std::string & message) {
+    return openai_error_json(http_status(kind), message, nullptr, error_code(kind));
 }
+
+json OpenAIWriter::error_json(ErrorKind kind, const std::string & message) const { return openai_error_of_kind(kind, message); }
 
 json OpenAIWriter::logprobs(const std::vector<TokenLogprob> & lps) {
     if (lps.empty()) return nullptr;

@@ -17,6 +17,9 @@ enum class OpenAIEndpoint { chat, completion };
 // OpenAI's error body. The type follows the status: 404 not_found_error, other 4xx
 // invalid_request_error, 5xx api_error. `param` and `code` are null unless given.
 json openai_error_json(int status, const std::string & message, const json & param = nullptr, const json & code = nullptr);
+// The body of a /v1 error of `kind` (http_status(kind)): an unknown model is code
+// "model_not_found", a full queue "server_busy".
+json openai_error_of_kind(ErrorKind kind, const std::string & message);
 // An exception that ended a /v1 request -> its status and body: a specd::Error's kind sets
 // the status, a ParamError names its field, an unknown model is code "model_not_found".
 std::pair<int, json> openai_error_of(const std::exception & e);

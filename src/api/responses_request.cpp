@@ -6,12 +6,6 @@ namespace specd::api {
 
 namespace {
 
-// The field, or nullptr when it is absent or null (clients send nulls for unset fields).
-const json * field(const json & obj, const char * key) {
-    auto it = obj.find(key);
-    return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
 const std::string & string_field(const json & obj, const char * key, const std::string & where) {
     const json * v = field(obj, key);
     if (!v || !v->is_string()) throw ParamError(where + "." + key, where + "." + key + " must be a string");

@@ -23,10 +23,7 @@ ResponsesWriter::ResponsesWriter(std::string model) :
     model_(std::move(model)), id_(openai_id("resp_")), created_(unix_now()), message_id_(openai_id("msg_")),
     reasoning_id_(openai_id("rs_")) {}
 
-json ResponsesWriter::error_json(ErrorKind kind, const std::string & message) const {
-    return openai_error_json(http_status(kind), message, nullptr,
-                             kind == ErrorKind::busy ? json("server_busy") : kind == ErrorKind::not_found ? json("model_not_found") : json());
-}
+json ResponsesWriter::error_json(ErrorKind kind, const std::string & message) const { return openai_error_of_kind(kind, message); }
 
 json ResponsesWriter::reasoning_item() const {
     return {{"type", "reasoning"},

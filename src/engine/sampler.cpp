@@ -49,7 +49,7 @@ Sampler::Sampler(const Model & model, const SamplingOptions & o, const std::stri
     temperature_ = o.temperature;
     if (penalties && (o.mirostat == 1 || o.mirostat == 2)) {
         // As llama.cpp and Ollama: mirostat replaces top-k, typical, top-p and min-p.
-        mirostat_.emplace(o.mirostat, o.mirostat_tau, o.mirostat_eta, llama_vocab_n_tokens(vocab_));
+        mirostat_.emplace(o.mirostat, o.mirostat_tau, o.mirostat_eta, n_vocab);
         return;
     }
     top_k_ = std::max(0, o.top_k);

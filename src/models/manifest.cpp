@@ -65,7 +65,7 @@ std::vector<std::string> strings_or_empty(const nlohmann::json & j, const char *
 
 const Layer * Manifest::find(std::string_view type) const {
     for (const auto & layer : layers) {
-        if (layer.media_type == type || (type == media_type::draft && layer.media_type == media_type::legacy_draft)) {
+        if (media_type::is_kind(layer.media_type, type)) {
             return &layer;
         }
     }
@@ -75,7 +75,7 @@ const Layer * Manifest::find(std::string_view type) const {
 std::vector<const Layer *> Manifest::find_all(std::string_view type) const {
     std::vector<const Layer *> out;
     for (const auto & layer : layers) {
-        if (layer.media_type == type) {
+        if (media_type::is_kind(layer.media_type, type)) {
             out.push_back(&layer);
         }
     }

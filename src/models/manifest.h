@@ -27,6 +27,12 @@ inline constexpr std::string_view draft     = "application/vnd.ollama.image.draf
 // The type specd wrote before it used Ollama's: still read as a draft (Manifest::find), and a
 // model created from one gets the new type.
 inline constexpr std::string_view legacy_draft = "application/vnd.specd.image.draft";
+
+// Whether a layer of type `layer` is one of kind `wanted`: the same type, or specd's old draft
+// type for a draft.
+inline bool is_kind(std::string_view layer, std::string_view wanted) {
+    return layer == wanted || (wanted == draft && layer == legacy_draft);
+}
 } // namespace media_type
 
 struct Layer {
@@ -43,7 +49,7 @@ struct Manifest {
     Layer              config;
     std::vector<Layer> layers;
 
-    // The first layer of that media type, or nullptr.
+    // The first layer of that media type (media_type::is_kind), or nullptr.
     const Layer * find(std::string_view type) const;
     // Every layer of that media type (licenses repeat).
     std::vector<const Layer *> find_all(std::string_view type) const;

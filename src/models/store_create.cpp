@@ -369,10 +369,10 @@ void StoreCreate::add_text_layers(std::vector<Layer> & layers) {
 // Layers of kinds this server does not interpret travel along unchanged.
 void StoreCreate::add_foreign_layers(std::vector<Layer> & layers) const {
     for (const auto & layer : base_) {
-        const auto & t = layer.media_type;
-        if (t != media_type::model && t != media_type::projector && t != media_type::draft && t != media_type::legacy_draft &&
-            t != media_type::params && t != media_type::templ && t != media_type::system &&
-            t != media_type::license && t != media_type::messages && t != media_type::adapter) {
+        const auto known = {media_type::model, media_type::projector, media_type::draft, media_type::params,
+                            media_type::templ, media_type::system, media_type::license, media_type::messages,
+                            media_type::adapter};
+        if (std::none_of(known.begin(), known.end(), [&](std::string_view t) { return media_type::is_kind(layer.media_type, t); })) {
             layers.push_back(layer);
         }
     }
@@ -436,7 +436,7 @@ std::string StoreCreate::draft_label() const { return "DRAFT model '" + *mf_.dra
 
 std::optional<Layer> StoreCreate::inherited(std::string_view type) const {
     for (const auto & layer : base_) {
-        if (layer.media_type == type || (type == media_type::draft && layer.media_type == media_type::legacy_draft)) {
+        if (media_type::is_kind(layer.media_type, type)) {
             return layer;
         }
     }
