@@ -47,6 +47,7 @@ struct RunEnv {
     int32_t            num_batch; // the most prompt tokens one step takes from a run
     ForcedSpeller &    speller;   // learns how the target spells forced text
     spec::DepthPrior & prior;     // what the depth controller carries between requests
+    spec::AcceptancePool & acceptance; // what the running requests' drafts met, pooled
     PromptReuse &      reuse;
     // Evaluates one of the run's images into its sequence, on decodes of its own.
     std::function<Projector::EvalTimes(RequestRun &, const MultimodalPrompt &, const ImageSpan &)> eval_image;

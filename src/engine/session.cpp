@@ -105,6 +105,7 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
                         .num_batch = opts_.num_batch,
                         .speller   = speller_,
                         .prior     = prior_,
+                        .acceptance = acceptance_,
                         .reuse     = reuse_,
                         .eval_image = [this](RequestRun & run, const MultimodalPrompt & prompt,
                                              const ImageSpan & image) { return eval_image(run, prompt, image); }});
@@ -386,6 +387,7 @@ std::vector<SeqFinished> Session::step() {
                     return true;
                 });
             }
+            acceptance_.end_step();
         }
     }
 

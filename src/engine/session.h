@@ -120,6 +120,7 @@ class Session {
     Batch                                      batch_;
     std::vector<std::unique_ptr<SequenceSlot>> slots_;
     spec::DepthPrior                           prior_;
+    spec::AcceptancePool                       acceptance_; // the running requests' drafts, pooled
     ForcedSpeller                              speller_; // learns how the target spells forced text
     PromptReuse                                reuse_;
     std::optional<RunEnv>                      env_;  // what every run uses of this session (set once ctx_ is)

@@ -14,6 +14,10 @@ constexpr double k_alpha_base = 0.5;
 // they only decide what the measurements cannot (e.g. the t_1 / c_v split when every round
 // verified the same number of positions).
 constexpr double k_cost_prior_weight = 1.0;
+// The pool's counts weigh this much against the request's own. They include the request's
+// own rounds, so with one request running the estimate is the same and only its spread
+// narrows; with b requests the others' rounds steady it.
+constexpr double k_pool_weight = 0.5;
 // A probe accepted in full although we gave that less than this chance hints at drift.
 constexpr double k_probe_surprise = 0.25;
 // fold_into: a request moves the model's prior by at most half the way, and only in
@@ -46,8 +50,8 @@ void DepthController::WeightedSums::add(double xi, double yi) {
 }
 
 DepthController::DepthController(const DepthPrior & prior, std::optional<int> draft_num_predict,
-                                 const DepthConfig & config)
-    : config_(config), prior_(prior) {
+                                 const DepthConfig & config, AcceptancePool * pool)
+    : config_(config), prior_(prior), pool_(pool) {
     config_.k_max              = std::max(0, config_.k_max);
     config_.probe_interval_min = std::max(1, config_.probe_interval_min);
     config_.probe_interval_max = std::max(config_.probe_interval_min, config_.probe_interval_max);
@@ -70,15 +74,21 @@ DepthController::DepthController(const DepthPrior & prior, std::optional<int> dr
     stats_.accepted_per_position.assign(size_t(config_.k_max), 0);
 }
 
-double DepthController::alpha() const {
-    return (k_alpha_base + acc_a_) / (2.0 * k_alpha_base + acc_a_ + acc_b_);
+double DepthController::beta_a() const {
+    return k_alpha_base + acc_a_ + (pool_ ? k_pool_weight * pool_->successes() : 0.0);
 }
+
+double DepthController::beta_b() const {
+    return k_alpha_base + acc_b_ + (pool_ ? k_pool_weight * pool_->failures() : 0.0);
+}
+
+double DepthController::alpha() const { return beta_a() / (beta_a() + beta_b()); }
 
 // While a request has drafted little, plan with an upper estimate of alpha: drafting a
 // little too deep early costs a few rounds, drafting too shallow teaches nothing.
 double DepthController::alpha_plan() const {
-    const double a    = k_alpha_base + acc_a_;
-    const double b    = k_alpha_base + acc_b_;
+    const double a    = beta_a();
+    const double b    = beta_b();
     const double mean = a / (a + b);
     const double sd   = std::sqrt(a * b / ((a + b) * (a + b) * (a + b + 1.0)));
     const double left = config_.explore_rounds > 0
@@ -256,6 +266,7 @@ void DepthController::observe(const RoundObservation & round) {
         drafting_rounds_++;
         successes_ += accepted;
         failures_ += rejected;
+        if (pool_) pool_->add(accepted, rejected > 0);
     } else {
         acc_a_ *= config_.alpha_forget_idle;
         acc_b_ *= config_.alpha_forget_idle;

@@ -7,6 +7,8 @@
 // tokens (the accepted prefix plus the target's own bonus/correction token) and costs
 // time(k) = t_1 + k * (c_d + c_v). plan() picks the k in 0..cap with the highest
 // E[tokens | k] / time(k), and keeps probing while that is 0 so it never parks there.
+#include "spec/acceptance_pool.h"
+
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -99,10 +101,12 @@ struct DepthCosts {
 class DepthController {
   public:
     // draft_num_predict caps k for this request (at most k_max); 0 disables drafting and
-    // probing.
+    // probing. `pool`, when given, is the pair's pooled acceptance: observe() adds this
+    // request's evidence to it and the estimates weigh it beside the request's own (it must
+    // outlive the controller).
     explicit DepthController(const DepthPrior & prior,
                              std::optional<int> draft_num_predict = std::nullopt,
-                             const DepthConfig & config = {});
+                             const DepthConfig & config = {}, AcceptancePool * pool = nullptr);
 
     // Grammar-forced tokens (under `format`) are free to find, but each verified position
     // costs c_v, the target may spell the text differently (then the rest of the run, and the
@@ -128,7 +132,8 @@ class DepthController {
     // Per-token acceptance of forced tokens (posterior mean, optimistic at first).
     double     forced_p() const;
     int        k_cap() const { return cap_; }
-    // Posterior mean of alpha, and the optimistic value best_k() uses while exploring.
+    // Posterior mean of alpha (the request's evidence and the pool's), and the optimistic
+    // value best_k() uses while exploring.
     double     alpha() const;
     double     alpha_plan() const;
     DepthCosts costs() const;
@@ -136,8 +141,9 @@ class DepthController {
     const DepthStats & stats() const { return stats_; }
 
   private:
-    DepthConfig config_;
-    DepthPrior  prior_;
+    DepthConfig      config_;
+    DepthPrior       prior_;
+    AcceptancePool * pool_ = nullptr;
     int         cap_ = 0;
     int         batch_size_ = 1; // requests in the last observed round's target batch
 
@@ -150,6 +156,9 @@ class DepthController {
     int64_t drafting_rounds_ = 0;
     int64_t successes_       = 0; // unfaded, for fold_into
     int64_t failures_        = 0;
+    // The Beta's parameters: the base, the request's faded counts and a share of the pool's.
+    double  beta_a() const;
+    double  beta_b() const;
 
     // Exponentially weighted sums for regressing y on x.
     struct WeightedSums {

@@ -3,9 +3,11 @@
 // probability alpha until the first rejection; times are t_1 + n * c_v to verify and
 // n * c_d to draft, with a little multiplicative jitter. Seeded, and independent of the
 // standard library's distributions, so every platform sees the same rounds.
+#include "spec/acceptance_pool.h"
 #include "spec/depth_controller.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace specd::spec::test {
 
@@ -24,6 +26,9 @@ class SimDrafter {
 
     void set_alpha(double alpha) { p_.alpha = alpha; }
     const SimParams & params() const { return p_; }
+
+    // The step of a batch whose requests verify `positions` in all: t_1 + (positions - 1) c_v.
+    double step_time(int positions) { return (p_.t_1 + (positions - 1) * p_.c_v) * noise(); }
 
     RoundObservation round(int k) {
         RoundObservation r;
@@ -88,6 +93,49 @@ inline Throughput run_controller(DepthController & dc, SimDrafter & sim, int war
         dc.observe(r);
         if (i >= warmup) {
             t.add(r, sim.cost(r));
+        }
+    }
+    return t;
+}
+
+// `batch` requests of `tokens` tokens each decode together, one target step per round for
+// all of them (the step's time grows with every request's positions, drafting costs c_d per
+// token), for `waves` waves; each request's controller starts from the prior the finished
+// ones folded into, and shares `pool` when one is given. Returns the batch's throughput.
+inline Throughput run_batch(const SimParams & p, int batch, int tokens, int waves, AcceptancePool * pool,
+                            uint64_t seed, int fixed_k = -1) {
+    SimDrafter sim(p, seed);
+    DepthPrior prior;
+    Throughput t;
+    for (int wave = 0; wave < waves; ++wave) {
+        std::vector<DepthController> dcs;
+        for (int i = 0; i < batch; ++i) dcs.emplace_back(prior, std::nullopt, DepthConfig{.fixed_k = fixed_k}, pool);
+        std::vector<int> made(size_t(batch), 0);
+        for (;;) {
+            std::vector<int> ks(size_t(batch), -1);
+            int              positions = 0, live = 0;
+            for (int i = 0; i < batch; ++i) {
+                if (made[size_t(i)] >= tokens) continue;
+                ks[size_t(i)] = dcs[size_t(i)].plan();
+                positions += 1 + ks[size_t(i)];
+                ++live;
+            }
+            if (live == 0) break;
+            const double step = sim.step_time(positions);
+            for (int i = 0; i < batch; ++i) {
+                if (ks[size_t(i)] < 0) continue;
+                RoundObservation r = sim.round(ks[size_t(i)]);
+                r.verify_s         = step;
+                r.batch_size       = live;
+                r.batch_positions  = positions;
+                t.tokens += r.n_accepted + 1;
+                t.seconds += r.n_drafted * p.c_d;
+                made[size_t(i)] += r.n_accepted + 1;
+                dcs[size_t(i)].observe(r);
+                if (made[size_t(i)] >= tokens) dcs[size_t(i)].fold_into(prior);
+            }
+            t.seconds += p.t_1 + (positions - 1) * p.c_v;
+            if (pool) pool->end_step();
         }
     }
     return t;
