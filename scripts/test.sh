@@ -10,7 +10,8 @@ case "$preset" in
   *) echo "scripts/test.sh: unknown preset '$preset' (release, asan, debug, tsan)" >&2; exit 2 ;;
 esac
 
-bash scripts/setup.sh
+# chromium: the dashboard's browser test (tests/e2e/dashboard.test.mjs, release preset only).
+bash scripts/setup.sh chromium
 cmake --preset "$preset"
 cmake --build --preset "$preset"
 (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)

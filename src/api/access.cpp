@@ -59,6 +59,8 @@ bool host_header_allowed(std::string_view host_header) {
     return host && local_name(lower(*host));
 }
 
+bool is_dashboard_asset(std::string_view path) { return path == "/ui" || path.starts_with("/ui/"); }
+
 bool api_key_matches(std::string_view authorization, std::string_view key) {
     constexpr std::string_view prefix = "Bearer ";
     if (key.empty() || authorization.size() != prefix.size() + key.size()) return false;

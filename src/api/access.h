@@ -13,6 +13,10 @@ bool is_loopback(std::string_view host);
 // *.localhost, 127.x.x.x, [::1]), with any port. An absent header (HTTP/1.0) passes.
 bool host_header_allowed(std::string_view host_header);
 
+// The dashboard's page and static assets (/ui, /ui/...): open without the API key, like
+// the health checks. Its data (/api/dashboard) is not one of them.
+bool is_dashboard_asset(std::string_view path);
+
 // `Authorization: Bearer <key>`, compared in constant time.
 bool api_key_matches(std::string_view authorization, std::string_view key);
 

@@ -39,9 +39,11 @@ void install_route_guard(http::Router & router, const ServerConfig & cfg, const 
             res.headers.set("Access-Control-Max-Age", "43200");
             return true;
         }
-        // Health checks ("/", the version) stay open: they say nothing about models or data.
-        const bool health = req.path == "/" || req.path == "/api/version";
-        if (!cfg.api_key.empty() && !health && !api_key_matches(req.headers.get("Authorization"), cfg.api_key)) {
+        // Health checks ("/", the version) stay open: they say nothing about models or data;
+        // so do the dashboard's page and assets (built into the binary), which ask for the
+        // key and send it with the data requests they make.
+        const bool open = req.path == "/" || req.path == "/api/version" || is_dashboard_asset(req.path);
+        if (!cfg.api_key.empty() && !open && !api_key_matches(req.headers.get("Authorization"), cfg.api_key)) {
             res.headers.set("WWW-Authenticate", "Bearer");
             refuse(req, res, 401, "unauthorized: a valid API key is required (Authorization: Bearer ...)");
             return true;

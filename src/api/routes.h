@@ -25,5 +25,7 @@ void add_openai_routes(http::Router & router, RouteContext ctx);
 void add_embed_routes(http::Router & router, RouteContext ctx);
 // The store: /api/tags, show, create, copy, delete, pull, push, and blobs (HEAD, POST).
 void add_model_routes(http::Router & router, RouteContext ctx);
+// The dashboard: GET /ui (its page and assets) and /api/dashboard (what it charts).
+void add_dashboard_routes(http::Router & router, RouteContext ctx);
 
 } // namespace specd::api

@@ -18,6 +18,7 @@ Server::Server(ServerConfig cfg) :
     add_openai_routes(router_, ctx);
     add_embed_routes(router_, ctx);
     add_model_routes(router_, ctx);
+    add_dashboard_routes(router_, ctx);
     http_ = std::make_unique<http::Server>(router_, cfg_.limits);
 }
 

@@ -59,6 +59,7 @@ void add_commands(CLI::App & app, Parsed & p) {
     run->add_option("--keepalive", p.run.keep_alive, "How long the model stays loaded (e.g. 5m, 1h, -1 forever, 0)");
     run->add_flag("--nowordwrap", p.nowordwrap, "Don't wrap words to the next line automatically");
     run->add_flag("--insecure", p.run.insecure, "Use an insecure registry when pulling");
+    run->add_option("--host", p.run.host, "Server to ask (host, host:port, :port); overrides SPECD_HOST");
 
     auto * stop = app.add_subcommand("stop", "Stop (unload) a running model");
     stop->add_option("MODEL", p.stop, "Model to stop")->required();

@@ -31,6 +31,7 @@ struct RunOptions {
     std::optional<std::string> keep_alive;
     bool                       word_wrap = true;
     bool                       insecure  = false; // for the pull of a missing model
+    std::optional<std::string> host; // the server to ask (host, host:port, :port); else SPECD_HOST
 };
 
 struct ShowOptions {

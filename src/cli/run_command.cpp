@@ -6,10 +6,12 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/terminal.h"
+#include "core/settings.h"
 
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -99,7 +101,13 @@ int cmd_run(const RunOptions & o) {
         if (!piped.empty()) prompt = prompt.empty() ? piped : piped + " " + prompt;
     }
 
-    ApiClient c = ApiClient::configured();
+    std::optional<HostPort> host;
+    try {
+        if (o.host) host = parse_host(*o.host);
+    } catch (const std::invalid_argument & e) {
+        return fail(e.what());
+    }
+    ApiClient c = host ? ApiClient(host->host, host->port) : ApiClient::configured();
     if (!c.server_up()) return fail(c.unreachable_message());
     if (auto err = ensure_model(c, o.model, o.insecure); !err.empty()) return fail(err);
     if (interactive) return run_interactive(c, std::move(s));

@@ -169,10 +169,12 @@ void RequestRun::after_prefill_chunk() {
     last_       = choice_.draw(sampler_.distribution(env_.ctx, logits_idx_), next_index_++);
     sampler_.accept(last_);
     if (out_.commit(last_, env_.ctx, logits_idx_)) phase_ = Phase::ended;
+    env_.live.generated += out_.eval_count();
 }
 
 void RequestRun::after_round(int64_t decode_ns, int batch_runs, int batch_positions) {
     // 4. Verify position by position; the sampler's state always matches what is committed.
+    const int32_t      eval_before = out_.eval_count();
     const RoundOutcome outcome = verify_round(plan_, last_, logits_idx_, next_index_, choice_, env_.ctx, sampler_,
                                               out_, env_.speller, env_.model, rng_);
     next_index_ += outcome.n_accepted + 1;
@@ -186,6 +188,8 @@ void RequestRun::after_round(int64_t decode_ns, int batch_runs, int batch_positi
     if (outcome.done) phase_ = Phase::ended;
 
     const int n_drafted = plan_.n_drafted();
+    const spec::RoundObservation seen = observation(plan_, outcome, decode_ns, batch_runs, batch_positions);
+    env_.live.add_round(out_.eval_count() - eval_before, n_drafted, seen.n_accepted, seen.n_forced, seen.n_forced_accepted);
     if (result_.k_histogram.size() <= size_t(n_drafted)) result_.k_histogram.resize(size_t(n_drafted) + 1);
     ++result_.k_histogram[size_t(n_drafted)];
     GrammarDraftStats & g = result_.grammar_drafts;
@@ -195,7 +199,7 @@ void RequestRun::after_round(int64_t decode_ns, int batch_runs, int batch_positi
     g.no_legal_draft += plan_.grammar.no_legal_draft;
     g.truncated_rounds += plan_.grammar.truncated_rounds;
     g.truncated_tokens += plan_.grammar.truncated_tokens;
-    depth_.observe(observation(plan_, outcome, decode_ns, batch_runs, batch_positions));
+    depth_.observe(seen);
 }
 
 } // namespace specd::engine

@@ -7,6 +7,7 @@
 #include "core/options.h"
 #include "engine/forced_speller.h"
 #include "engine/generation_output.h"
+#include "engine/live_counters.h"
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "engine/projector.h"
@@ -48,6 +49,7 @@ struct RunEnv {
     ForcedSpeller &    speller;   // learns how the target spells forced text
     spec::DepthPrior & prior;     // what the depth controller carries between requests
     spec::AcceptancePool & acceptance; // what the running requests' drafts met, pooled
+    LiveCounters &     live;      // what the session's requests did so far, round by round
     PromptReuse &      reuse;
     // Evaluates one of the run's images into its sequence, on decodes of its own.
     std::function<Projector::EvalTimes(RequestRun &, const MultimodalPrompt &, const ImageSpan &)> eval_image;

@@ -106,6 +106,7 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
                         .speller   = speller_,
                         .prior     = prior_,
                         .acceptance = acceptance_,
+                        .live      = live_,
                         .reuse     = reuse_,
                         .eval_image = [this](RequestRun & run, const MultimodalPrompt & prompt,
                                              const ImageSpan & image) { return eval_image(run, prompt, image); }});

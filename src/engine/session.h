@@ -11,6 +11,7 @@
 #include "engine/draft_model.h"
 #include "engine/forced_speller.h"
 #include "engine/generation_output.h"
+#include "engine/live_counters.h"
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 #include "engine/projector.h"
@@ -90,6 +91,8 @@ class Session {
     const ThreadChoice &   draft_threads() const { return draft_threads_; }
 
     const SessionMemory & memory() const { return memory_; }
+    // What this session's requests did so far, round by round.
+    const LiveCounters &  live() const { return live_; }
 
     // Saves every idle sequence into the prompt cache, if it is worth keeping: called before
     // the session is closed (the model unloads, or the next request needs other options).
@@ -121,6 +124,7 @@ class Session {
     std::vector<std::unique_ptr<SequenceSlot>> slots_;
     spec::DepthPrior                           prior_;
     spec::AcceptancePool                       acceptance_; // the running requests' drafts, pooled
+    LiveCounters                               live_;
     ForcedSpeller                              speller_; // learns how the target spells forced text
     PromptReuse                                reuse_;
     std::optional<RunEnv>                      env_;  // what every run uses of this session (set once ctx_ is)

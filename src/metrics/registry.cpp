@@ -58,6 +58,7 @@ std::string ServerMetrics::exposition() const {
             queue_rejected_total);
     counter("specd_model_evictions_total", "Idle models unloaded to make room for another model.",
             model_evictions_total);
+    counter("specd_model_loads_total", "Models loaded (their weights read into a runner).", model_loads_total);
     out << spec_depth.exposition("specd_spec_depth", "Draft tokens per decode round.");
     out << batch_requests.exposition("specd_batch_requests", "Requests sharing one batched decode step.");
     return out.str();

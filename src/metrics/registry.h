@@ -52,6 +52,7 @@ struct ServerMetrics {
     Histogram batch_requests{{1, 2, 3, 4, 6, 8, 12, 16, 32}}; // requests sharing one decode step
     Counter   queue_rejected_total; // requests answered 503 because a model's queue was full
     Counter   model_evictions_total; // idle models unloaded to make room for another
+    Counter   model_loads_total;     // models loaded (weights read), for any reason
 
     std::string exposition() const;
 };

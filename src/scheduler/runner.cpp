@@ -106,7 +106,9 @@ bool Runner::enqueue(std::shared_ptr<Job> job) {
 
 std::optional<LoadedInfo> Runner::loaded() const {
     std::lock_guard lock(mu_);
-    return info_;
+    std::optional<LoadedInfo> info = info_;
+    if (info) info->queued = queue_.size();
+    return info;
 }
 
 bool Runner::idle() const {
@@ -225,6 +227,7 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
 
     const int64_t t0 = now_ns();
     if (session_) session_->park(); // its sequences may serve a later prompt
+    if (session_ && same_model) live_base_.add(session_->live());
     session_.reset();
     embedder_.reset(); // sized like the session: recreated on its next use
     const LoadAdmission admission{cfg_.arbiter, *this};
@@ -246,6 +249,7 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
         if (req.model.template_text) go_template_ = templates::parse_ollama_template(*req.model.template_text);
         loaded_digest_ = req.model.digest;
         memory_owner_  = memory::process_ledger().open_owner(memory::OwnerKind::model, req.model.name);
+        metrics::server_metrics().model_loads_total.add();
     } else {
         // Another context on the loaded model (a larger num_ctx): its KV must fit too.
         check_context_size(est, n_seq_);
@@ -274,6 +278,8 @@ void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & c
     info.threads            = session_->threads().n_threads;
     info.threads_batch      = session_->threads().n_threads_batch;
     info.draft_threads      = draft_ ? session_->draft_threads().n_threads : 0;
+    info.running            = static_cast<int>(active_.size());
+    info.live               = live_base_;
     std::lock_guard lock(mu_);
     info_ = info;
 }
@@ -333,6 +339,7 @@ void Runner::unload() {
     compute_.release();
     vocab_index_.release();
     memory_owner_.close();
+    live_base_        = {};
     footprint_        = 0;
     unload_when_idle_ = false;
     std::lock_guard lock(mu_);
@@ -358,6 +365,10 @@ void Runner::account_model() {
 }
 
 namespace {
+
+// How often a running generation's live counters are published (LoadedInfo::live): often
+// enough for a chart polled every second, rarely enough to cost nothing next to the steps.
+constexpr int64_t k_publish_interval_ns = 250'000'000;
 
 // Adds a finished request to the server-wide totals (/metrics).
 void record(const DoneInfo & done) {
@@ -488,6 +499,18 @@ void Runner::step() {
             info_->threads       = session_->threads().n_threads;
             info_->threads_batch = session_->threads().n_threads_batch;
         }
+    }
+    if (!ended.empty() || now_ns() - published_ns_ >= k_publish_interval_ns) publish_live();
+}
+
+void Runner::publish_live() {
+    engine::LiveCounters live = live_base_;
+    if (session_) live.add(session_->live());
+    published_ns_ = now_ns();
+    std::lock_guard lock(mu_);
+    if (info_) {
+        info_->running = static_cast<int>(active_.size());
+        info_->live    = std::move(live);
     }
 }
 

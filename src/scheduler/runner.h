@@ -4,6 +4,7 @@
 // parallel sequences run at once: each step decodes one batch for all of them, and queued
 // jobs join between steps in arrival order.
 #include "cache/prompt_cache.h"
+#include "engine/live_counters.h"
 #include "memory/ledger.h"
 #include "scheduler/job.h"
 #include "templates/go_template.h"
@@ -63,6 +64,11 @@ struct LoadedInfo {
     int32_t                                            threads = 0;
     int32_t                                            threads_batch = 0;
     int32_t                                            draft_threads = 0;
+    // Its work: sequences generating and jobs waiting, and what its requests did so far
+    // (refreshed while they run, a few times a second, and at each request's end).
+    int                                                running = 0;
+    size_t                                             queued  = 0;
+    engine::LiveCounters                               live;
 };
 
 struct RunnerConfig {
@@ -113,6 +119,7 @@ class Runner {
     void  ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done);
     void  unload();
     void  account_model(); // the ledger's view of what the loaded model holds
+    void  publish_live();  // info_'s running count and live counters
 
     const RunnerConfig cfg_;
 
@@ -144,6 +151,8 @@ class Runner {
     uint64_t                              embedder_bytes_ = 0; // its estimate, for the session's num_ctx
     std::string                           loaded_digest_;
     uint64_t                              served_ = 0;
+    engine::LiveCounters                  live_base_; // earlier sessions' counts on the loaded model
+    int64_t                               published_ns_ = 0;
     memory::OwnerHandle                   memory_owner_; // open while a model is loaded
     memory::Reservation                   weights_, kv_target_, kv_draft_, compute_, vocab_index_;
 

@@ -2,6 +2,7 @@
 // tokenizer, and vision projectors to go with them, for tests that cannot download weights.
 // See usage_text below.
 
+#include "bmp_image.h"
 #include "gguf_writer.h"
 #include "llama_layout.h"
 #include "model_quantize.h"
@@ -34,6 +35,7 @@ const char * const usage_text =
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "  specd-testmodel projector --type gemma3 --n-embd-text N --out FILE [projector options]\n"
     "  specd-testmodel lora --out FILE [--rank N] [--alpha A] [model options]\n"
+    "  specd-testmodel image --out FILE.bmp [--width N] [--height N] [--seed N]\n"
     "\n"
     "Writes tiny random-weight llama-architecture GGUF models whose tokenizer and chat template\n"
     "come from a vocab-only GGUF (llama.cpp's models/ggml-vocab-*.gguf). The same options and\n"
@@ -76,7 +78,10 @@ const char * const usage_text =
     "model options describe (no vocabulary needed: an adapter has no tokenizer). Every\n"
     "attention and feed-forward matrix gets a lora_a/lora_b pair.\n"
     "  --rank N            LoRA rank (default 8)\n"
-    "  --alpha A           adapter.lora.alpha; the update is scaled by alpha / rank (default: rank)\n";
+    "  --alpha A           adapter.lora.alpha; the update is scaled by alpha / rank (default: rank)\n"
+    "\n"
+    "image mode: writes a test picture, a 24-bit BMP with a pattern of its size and seed\n"
+    "(default 64 x 64, seed 1), for examples that send an image.\n";
 
 // Thrown for anything the user typed wrong: usage is shown, exit code 1.
 struct usage_error : std::runtime_error {
@@ -84,7 +89,7 @@ struct usage_error : std::runtime_error {
 };
 
 struct cli_options {
-    std::string mode; // "", "pair", "agreement", "projector" or "lora"
+    std::string mode; // "", "pair", "agreement", "projector", "lora" or "image"
     std::map<std::string, std::string> values;
 
     bool has(const std::string & key) const { return values.count(key) != 0; }
@@ -110,6 +115,7 @@ cli_options parse_cli(int argc, char ** argv) {
         {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
                        "--n-layer", "--n-head", "--n-ff", "--seed"}},
         {"lora", {"--out", "--rank", "--alpha"}},
+        {"image", {"--out", "--width", "--height", "--seed"}},
     };
 
     cli_options opts;
@@ -372,6 +378,10 @@ int main(int argc, char ** argv) {
             rc = run_projector(opts);
         } else if (opts.mode == "lora") {
             rc = run_lora(opts);
+        } else if (opts.mode == "image") {
+            testmodel::write_bmp(opts.required("--out"), parse_count(opts, "--width", 64), parse_count(opts, "--height", 64),
+                                 parse_count(opts, "--seed", 1));
+            rc = 0;
         } else {
             rc = run_single(opts);
         }
