@@ -72,9 +72,12 @@ class RequestRun {
     // away); true when it added any.
     bool add_prefill(int32_t room);
     // Opens this round (forced text, depth, prompt lookup's drafts) within `room` positions
-    // of the step's batch; false when the answer ended before the round (the context is full
-    // and cannot shift). Then the positions it may add, at most.
-    bool open_round(int32_t room);
+    // of the step's batch, with forced text only when `may_draft` is false (the session's
+    // DraftingGate); false when the answer ended before the round (the context is full and
+    // cannot shift). Then the positions it may add, at most.
+    bool open_round(int32_t room, bool may_draft = true);
+    // Whether the round open or just decoded verifies drafts (forced text aside).
+    bool round_has_drafts() const { return plan_.n_drafted() > 0; }
     int32_t round_positions() const { return 1 + static_cast<int32_t>(plan_.tokens.size()) + std::max(plan_.k, 0); }
     // What the open round asks of the draft model (the session asks for every run's at once).
     std::optional<spec::DraftRequest> draft_request() const;

@@ -59,7 +59,7 @@ RoundPlan open_round(const RoundInputs & in, spec::DepthController & depth, spec
     }
 
     // 2. The depth of the drafts behind it; prompt lookup tries first.
-    plan.k           = std::min(depth.plan(plan.n_forced), in.budget - plan.n_forced);
+    plan.k           = in.may_draft ? std::min(depth.plan(plan.n_forced), in.budget - plan.n_forced) : 0;
     plan.first_index = in.first_index + plan.n_forced;
     if (plan.k > 0) {
         plan.draft_history.assign(in.history.begin(), in.history.end());

@@ -88,6 +88,7 @@ struct RoundInputs {
     int                          budget  = 0;       // positions the round may add after `last`
     uint64_t                     seed    = 0;       // the request's draw seed (TokenChoice)
     spec::seq_index              first_index = 0;   // the sequence index of the token after `last`
+    bool                         may_draft   = true; // false: forced text only, no drafts (DraftingGate)
 };
 
 // Opens the round: the text the grammar forces from here (free: no model ran to find it), as

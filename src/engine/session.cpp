@@ -314,7 +314,15 @@ std::vector<SeqFinished> Session::step() {
     }
 
     // 1. Rounds first (each is 1 + forced + drafts tokens), then prompt chunks in the room
-    // left: small ones while streams are running, so that those keep flowing.
+    // left: small ones while streams are running, so that those keep flowing. Whether rounds
+    // draft when several requests share the step is the gate's call (spec/drafting_gate.h):
+    // alone, a request's controller times every cost of its rounds itself; in a batch, what
+    // one request's positions cost the others is what its cost model gets wrong.
+    const int64_t step_t0   = now_ns();
+    const int64_t tokens_t0 = live_.generated;
+    int generating = 0;
+    for (auto & r : runs_) generating += !r->ended() && !r->prefilling() ? 1 : 0;
+    const bool may_draft = generating < 2 || gate_.allow(generating);
     batch_.clear();
     std::vector<RequestRun *> in_batch;
     // Each open round and the index of its draft model job (-1: it asks none).
@@ -323,7 +331,7 @@ std::vector<SeqFinished> Session::step() {
     int32_t                                   room = batch_.capacity();
     for (auto & r : runs_) {
         if (r->ended() || r->prefilling()) continue;
-        if (!guarded(*r, [&] { return r->open_round(room); })) continue;
+        if (!guarded(*r, [&] { return r->open_round(room, may_draft); })) continue;
         room -= r->round_positions();
         int job = -1;
         if (auto req = r->draft_request()) {
@@ -358,7 +366,8 @@ std::vector<SeqFinished> Session::step() {
             in_batch.push_back(r);
         }
     }
-    const bool streaming = !in_batch.empty();
+    const bool   streaming  = !in_batch.empty();
+    const size_t round_runs = in_batch.size();
     for (auto & r : runs_) {
         if (r->ended() || !r->prefilling()) continue;
         int32_t room = batch_.capacity() - batch_.size();
@@ -366,6 +375,7 @@ std::vector<SeqFinished> Session::step() {
         if (room <= 0) break;
         if (guarded(*r, [&] { return r->add_prefill(room); })) in_batch.push_back(r.get());
     }
+    const bool rounds_only = round_runs > 0 && in_batch.size() == round_runs;
 
     // 2. One decode for all of them.
     last_step_requests_ = batch_.size() > 0 ? static_cast<int>(in_batch.size()) : 0;
@@ -389,6 +399,14 @@ std::vector<SeqFinished> Session::step() {
                 });
             }
             acceptance_.end_step();
+            // What this step of rounds delivered, drafting or not (a step that also evaluated
+            // prompt chunks or images says nothing about the rounds).
+            if (rounds_only && round_runs >= 2) {
+                bool drafts = false;
+                for (RequestRun * r : in_batch) drafts = drafts || r->round_has_drafts();
+                gate_.observe(static_cast<int>(round_runs), drafts, double(live_.generated - tokens_t0),
+                              double(now_ns() - step_t0) / 1e9);
+            }
         }
     }
 

@@ -20,6 +20,7 @@
 #include "engine/request_run.h"
 #include "engine/sequence_slot.h"
 #include "spec/depth_controller.h"
+#include "spec/drafting_gate.h"
 
 #include <atomic>
 #include <chrono>
@@ -124,6 +125,7 @@ class Session {
     std::vector<std::unique_ptr<SequenceSlot>> slots_;
     spec::DepthPrior                           prior_;
     spec::AcceptancePool                       acceptance_; // the running requests' drafts, pooled
+    spec::DraftingGate                         gate_;       // whether drafting pays, measured per batch size
     LiveCounters                               live_;
     ForcedSpeller                              speller_; // learns how the target spells forced text
     PromptReuse                                reuse_;

@@ -467,6 +467,11 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
 
 void Runner::step() {
     std::vector<engine::SeqFinished> ended = session_->step();
+    // Before any answer goes out: a client that reads the dashboard after its answer sees
+    // its tokens counted and its sequence no longer running.
+    if (!ended.empty() || now_ns() - published_ns_ >= k_publish_interval_ns) {
+        publish_live(static_cast<int>(active_.size() - std::min(active_.size(), ended.size())));
+    }
     if (const int n = session_->last_step_requests(); n > 0) metrics::server_metrics().batch_requests.observe(n);
     for (engine::SeqFinished & f : ended) {
         auto it = std::find_if(active_.begin(), active_.end(), [&](const auto & a) { return a->seq_run == f.id; });
@@ -500,16 +505,15 @@ void Runner::step() {
             info_->threads_batch = session_->threads().n_threads_batch;
         }
     }
-    if (!ended.empty() || now_ns() - published_ns_ >= k_publish_interval_ns) publish_live();
 }
 
-void Runner::publish_live() {
+void Runner::publish_live(int running) {
     engine::LiveCounters live = live_base_;
     if (session_) live.add(session_->live());
     published_ns_ = now_ns();
     std::lock_guard lock(mu_);
     if (info_) {
-        info_->running = static_cast<int>(active_.size());
+        info_->running = running;
         info_->live    = std::move(live);
     }
 }

@@ -119,7 +119,7 @@ class Runner {
     void  ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done);
     void  unload();
     void  account_model(); // the ledger's view of what the loaded model holds
-    void  publish_live();  // info_'s running count and live counters
+    void  publish_live(int running); // info_'s running count and live counters
 
     const RunnerConfig cfg_;
 
