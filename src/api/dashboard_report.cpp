@@ -24,16 +24,12 @@ json dashboard_json(const std::vector<scheduler::LoadedInfo> & models, const mem
     int    running  = 0;
     size_t queued   = 0;
     for (const auto & m : models) {
-        memory::BucketBytes buckets{};
-        for (const auto & mb : ledger.models) {
-            if (mb.owner.id == m.memory_owner) buckets = mb.buckets;
-        }
         out_models.push_back({{"name", m.name},
                               {"parallel", m.parallel},
                               {"running", m.running},
                               {"queued", m.queued},
                               {"threads", {{"decode", m.threads}, {"batch", m.threads_batch}, {"draft", m.draft_threads}}},
-                              {"memory", bucket_json(buckets)},
+                              {"memory", bucket_json(model_buckets(ledger, m.memory_owner))},
                               {"live", live_json(m.live)}});
         running += m.running;
         queued += m.queued;

@@ -59,6 +59,13 @@ json bucket_json(const memory::BucketBytes & buckets) {
     return out;
 }
 
+memory::BucketBytes model_buckets(const memory::LedgerSnapshot & ledger, uint64_t owner_id) {
+    for (const auto & mb : ledger.models) {
+        if (mb.owner.id == owner_id) return mb.buckets;
+    }
+    return {};
+}
+
 json memory_debug_json(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache) {
     json owners = json::object();
     for (memory::OwnerKind k : k_kinds) {

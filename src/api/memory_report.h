@@ -12,6 +12,9 @@ namespace specd::api {
 // {"weights": n, ..., "request": n, "total": n}
 json bucket_json(const memory::BucketBytes & buckets);
 
+// What the ledger holds for one model's owner (zeros when it has none).
+memory::BucketBytes model_buckets(const memory::LedgerSnapshot & ledger, uint64_t owner_id);
+
 // GET /api/debug/memory: totals, owners, every live reservation, the cache, the process RSS
 // and what the allocator says about the memory it manages.
 json memory_debug_json(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache);

@@ -16,11 +16,7 @@ json loaded_models_json(const RouteContext & ctx) {
     const auto ledger = memory::process_ledger().snapshot();
     for (const auto & m : ctx.scheduler.loaded()) {
         // What the model holds, by bucket; `size` is all of it, as Ollama's counts the KV too.
-        memory::BucketBytes buckets{};
-        for (const auto & mb : ledger.models) {
-            if (mb.owner.id == m.memory_owner) buckets = mb.buckets;
-        }
-        json           breakdown = bucket_json(buckets);
+        json           breakdown = bucket_json(model_buckets(ledger, m.memory_owner));
         const uint64_t size      = std::max<uint64_t>(m.size_bytes, breakdown["total"].get<uint64_t>());
         json j = {{"name", m.name}, {"model", m.name}, {"size", size}, {"size_vram", 0},
                   {"digest", bare_digest(m.digest)}, {"context_length", m.context_length},

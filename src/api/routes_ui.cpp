@@ -14,8 +14,8 @@ namespace specd::api {
 
 namespace {
 
-void send_asset(const ui::Asset & asset, http::Response & res) {
-    res.set_content(std::string(asset.body), asset.content_type);
+void send_asset(std::string body, const ui::Asset & asset, http::Response & res) {
+    res.set_content(std::move(body), asset.content_type);
     // Built into this binary: a new binary may bring new assets under the same names.
     res.headers.set("Cache-Control", "no-cache");
     res.headers.set("X-Content-Type-Options", "nosniff");
@@ -30,9 +30,7 @@ void send_page(const ServerConfig & cfg, http::Response & res) {
         const std::string flag = "data-key-required=\"false\"";
         if (const auto at = html.find(flag); at != std::string::npos) html.replace(at, flag.size(), "data-key-required=\"true\"");
     }
-    res.set_content(std::move(html), page->content_type);
-    res.headers.set("Cache-Control", "no-cache");
-    res.headers.set("X-Content-Type-Options", "nosniff");
+    send_asset(std::move(html), *page, res);
     // Its own scripts and styles only: nothing from elsewhere, no inline code, no framing.
     res.headers.set("Content-Security-Policy",
                     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -49,7 +47,7 @@ void add_dashboard_routes(http::Router & router, RouteContext ctx) {
         if (name == "index.html") return send_page(ctx.cfg, res);
         const ui::Asset * asset = ui::find_asset(name);
         if (!asset) throw Error(ErrorKind::not_found, "no such dashboard file");
-        send_asset(*asset, res);
+        send_asset(std::string(asset->body), *asset, res);
     });
     router.get("/api/dashboard", [ctx](http::Request &, http::Response & res) {
         send_json(res, 200, dashboard_json(ctx.scheduler.loaded(), memory::process_ledger().snapshot(), ctx.prompt_cache.stats()));
