@@ -7,8 +7,8 @@
 // decoded size was miscounted, or bytes that do not come back through base64.
 // stb_image is the uninstrumented copy in libmtmd: coverage steers the fuzzer through our
 // checks, and the seeds (one small file per format) carry it into each of stb's readers.
+#include "core/base64.h"
 #include "core/error.h"
-#include "vision/base64.h"
 #include "vision/image_decode.h"
 
 #include <algorithm>

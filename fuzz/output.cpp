@@ -11,8 +11,8 @@
 // Input layout (FuzzedDataProvider): flags and stop count from the end, then the stop strings,
 // the model name and the pieces from the front.
 #include "api/ollama_response.h"
+#include "core/utf8.h"
 #include "engine/stop_matcher.h"
-#include "engine/utf8_stream.h"
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -68,9 +68,9 @@ bool valid_utf8(std::string_view s) {
 void check_line(const std::string & line, const std::string & text, const char * field, bool chat) {
     check(valid_utf8(line), "an NDJSON line is not valid UTF-8");
     check(!line.empty() && line.find('\n') == line.size() - 1, "an NDJSON line is not exactly one line");
-    check(api::json::accept(line), "an NDJSON line is not valid JSON");
+    check(json::accept(line), "an NDJSON line is not valid JSON");
     if (!valid_utf8(text)) return;
-    const auto j   = api::json::parse(line);
+    const auto j   = json::parse(line);
     const auto got = chat ? j["message"]["content"] : j[field];
     check(got.is_string() && got.get<std::string>() == text, "an NDJSON line does not give back its text");
 }
@@ -86,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     std::vector<std::string> stops;
     for (int i = 0; i < n_stops; ++i) {
         std::string s = in.ConsumeRandomLengthString(8);
-        stops.push_back(utf8_stops ? engine::sanitize_utf8(s) : s);
+        stops.push_back(utf8_stops ? sanitize_utf8(s) : s);
     }
     const std::string        model = in.ConsumeRandomLengthString(16);
     std::vector<std::string> pieces;
@@ -98,16 +98,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
 
     // Utf8Stream alone: split or not, the same text.
     {
-        engine::Utf8Stream utf8;
+        Utf8Stream utf8;
         std::string        text;
         for (const auto & p : pieces) text += utf8.push(p);
         text += utf8.flush();
         check(valid_utf8(text), "Utf8Stream gave invalid UTF-8");
-        check(text == engine::sanitize_utf8(all), "Utf8Stream differs from sanitize_utf8 on the whole");
+        check(text == sanitize_utf8(all), "Utf8Stream differs from sanitize_utf8 on the whole");
     }
 
     // Utf8Stream then StopMatcher, as Session::Generation::commit() and finish() chain them.
-    engine::Utf8Stream  utf8;
+    Utf8Stream  utf8;
     engine::StopMatcher matcher(stops);
     std::string         decoded;  // Utf8Stream's output so far
     std::string         emitted;  // what the client got
@@ -155,7 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     // The other lines a generation writes: the final object (its full text when not streamed)
     // and an error whose message quotes raw bytes.
     check_line(api::ndjson_line(api::final_chunk(model, scheduler::DoneInfo{}, chat, emitted)), emitted, "response", chat);
-    check_line(api::ndjson_line(api::error_body(all)), engine::sanitize_utf8(all), "error", false);
+    check_line(api::ndjson_line(api::error_body(all)), sanitize_utf8(all), "error", false);
     check_line(api::serialise(api::text_chunk(model, all, chat)) + "\n", all, "response", chat);
     return 0;
 }

@@ -4,10 +4,10 @@
 // specd::Error(bad_request); any other exception (it escapes and aborts), a crash or undefined
 // behaviour is a finding, and so are OpenAI options that the translation accepted and
 // apply_options then refuses (its errors would name Ollama's fields, not the client's).
-#include "api/json_input.h"
 #include "api/ollama_request.h"
 #include "api/openai_request.h"
 #include "core/error.h"
+#include "core/json_input.h"
 #include "models/model_name.h"
 #include "models/parameters.h"
 
@@ -19,7 +19,7 @@ using namespace specd;
 
 namespace {
 
-void decode(const api::json & body, bool chat) {
+void decode(const json & body, bool chat) {
     try {
         api::DecodedRequest d = chat ? api::decode_chat(body) : api::decode_generate(body);
         models::parse_or_throw(d.model);
@@ -30,7 +30,7 @@ void decode(const api::json & body, bool chat) {
     }
 }
 
-void decode_openai(const api::json & body, bool chat) {
+void decode_openai(const json & body, bool chat) {
     api::OpenAIRequest r;
     try {
         r = chat ? api::decode_openai_chat(body) : api::decode_openai_completion(body);
@@ -51,9 +51,9 @@ void decode_openai(const api::json & body, bool chat) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     const std::string_view text(reinterpret_cast<const char *>(data), size);
-    api::json body;
+    json body;
     try {
-        body = api::parse_body(text);
+        body = parse_body(text);
     } catch (const Error & e) {
         if (e.kind() != ErrorKind::bad_request) __builtin_trap();
         return 0;

@@ -19,7 +19,7 @@ json live_json(const engine::LiveCounters & live) {
 } // namespace
 
 json dashboard_json(const std::vector<scheduler::LoadedInfo> & models, const memory::LedgerSnapshot & ledger,
-                    const cache::PromptCacheStats & cache) {
+                    const memory::PromptCacheStats & cache) {
     json out_models = json::array();
     int    running  = 0;
     size_t queued   = 0;

@@ -2,9 +2,9 @@
 // GET /api/dashboard: one snapshot of what the dashboard page (/ui) charts, built from what
 // /api/ps, /metrics and /api/debug/memory already compute. Counters are cumulative; the page
 // turns them into rates between two snapshots (`time_ms` is the server's clock).
-#include "api/json_input.h"
-#include "cache/prompt_cache.h"
+#include "core/json_input.h"
 #include "memory/ledger.h"
+#include "memory/prompt_cache_stats.h"
 #include "scheduler/runner.h"
 
 #include <vector>
@@ -12,6 +12,6 @@
 namespace specd::api {
 
 json dashboard_json(const std::vector<scheduler::LoadedInfo> & models, const memory::LedgerSnapshot & ledger,
-                    const cache::PromptCacheStats & cache);
+                    const memory::PromptCacheStats & cache);
 
 } // namespace specd::api

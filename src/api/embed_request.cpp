@@ -2,8 +2,8 @@
 
 #include "api/ollama_request.h"
 #include "api/openai_request.h"
-#include "engine/embedder.h"
-#include "vision/base64.h"
+#include "core/base64.h"
+#include "core/embedding.h"
 
 #include <cstring>
 
@@ -80,7 +80,7 @@ json floats_json(const std::vector<float> & v) {
 std::string floats_base64(const std::vector<float> & v) {
     std::vector<uint8_t> bytes(v.size() * sizeof(float));
     std::memcpy(bytes.data(), v.data(), bytes.size());
-    return vision::encode_base64(bytes);
+    return encode_base64(bytes);
 }
 
 } // namespace
@@ -142,7 +142,7 @@ std::vector<float> shape_embedding(std::vector<float> v, std::optional<int32_t> 
         }
         v.resize(size_t(*dimensions));
     }
-    if (normalize) engine::normalize_l2(v);
+    if (normalize) normalize_l2(v);
     return v;
 }
 

@@ -2,7 +2,7 @@
 // Embedding requests and answers: Ollama's /api/embed and legacy /api/embeddings, and
 // OpenAI's /v1/embeddings. Bodies are validated here (every refusal a 400 naming the field
 // or limit); the vectors the runner returns are shaped here (dimensions, normalization).
-#include "api/json_input.h"
+#include "core/json_input.h"
 #include "core/request.h"
 #include "scheduler/job.h"
 

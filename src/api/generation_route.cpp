@@ -1,13 +1,11 @@
 #include "api/generation_route.h"
 
-#include "api/chat_answer.h"
 #include "api/event_waiter.h"
 #include "api/http_json.h"
-#include "api/model_catalog.h"
 #include "api/ollama_response.h"
-#include "api/prompt_size.h"
+#include "prepare/generation.h"
 
-#include <cstdio>
+#include <utility>
 
 namespace specd::api {
 
@@ -16,7 +14,7 @@ namespace {
 // The rest of a streamed answer, event by event, from `first` on. Returns when the answer is
 // done, failed, or its client is gone (the job is then cancelled).
 void stream_events(http::ResponseStream & out, scheduler::Job & job, const http::Request & req,
-                   scheduler::Event first, GenerationWriter & writer, AnswerReader & reader) {
+                   scheduler::Event first, GenerationWriter & writer, prepare::AnswerReader & reader) {
     std::optional<scheduler::Event> e = std::move(first);
     for (;;) {
         if (!e) e = job.events.pop(k_poll);
@@ -58,36 +56,13 @@ void stream_events(http::ResponseStream & out, scheduler::Job & job, const http:
 
 void serve_generation(const RouteContext & ctx, http::Request & req, http::Response & res, DecodedRequest d,
                       const WriterFactory & make_writer) {
-    const ServedModel m = catalog_resolve(ctx.store, d.model);
-    if (!m.files.projector && !d.request.prompt.all_images().empty()) {
-        throw bad_request("model \"" + m.files.name + "\" does not support images (it has no vision projector)");
-    }
-    d.request.model = m.files;
-    if (d.request.prompt.kind == PromptSpec::Kind::chat && !d.request.load_only && !m.messages.empty()) {
-        // As Ollama: the model's MESSAGEs are the start of every conversation with it.
-        auto & messages = d.request.prompt.messages;
-        messages.insert(messages.begin(), m.messages.begin(), m.messages.end());
-    }
-    d.request.context.num_ctx = ctx.cfg.default_num_ctx;
-    if (!d.schema_unenforced.empty()) {
-        // As Ollama, a schema with keywords the grammar cannot enforce is served (without
-        // them, said in warnings); strict, it is refused as before.
-        if (ctx.cfg.strict_schema) {
-            throw bad_request("invalid format: unsupported JSON schema feature " + d.schema_unenforced.front() +
-                              " (SPECD_STRICT_SCHEMA is set)");
-        }
-        for (const std::string & w : d.schema_unenforced) d.warnings.push_back("format: " + w);
-    }
-    apply_options(m.params, d.options, d.request, d.warnings);
-    for (const std::string & w : d.warnings) std::fprintf(stderr, "specd: %s: %s\n", m.files.name.c_str(), w.c_str());
-    check_prompt_text(d.request.prompt, d.request.context.num_ctx); // before anything renders it
-    if (ctx.cfg.no_draft) d.request.generate.draft_num_predict = 0;
-    if (ctx.cfg.unseeded_rejection && d.request.generate.sampling.seed < 0) d.request.generate.rejection_sampling = true;
-    AnswerReader reader = prepare_answer(d);
+    const bool                  stream = d.stream;
+    prepare::PreparedGeneration p      = prepare::prepare_generation(ctx.store, ctx.cfg.preparation, std::move(d));
+    prepare::AnswerReader &              reader = p.reader;
 
-    const auto  writer = make_writer(m.files.name);
-    writer->set_warnings(std::move(d.warnings));
-    auto        job    = ctx.scheduler.submit(std::move(d.request));
+    const auto  writer = make_writer(p.model_name);
+    writer->set_warnings(std::move(p.warnings));
+    auto        job    = ctx.scheduler.submit(std::move(p.request));
     EventWaiter waiter(*job, req);
     auto        first = waiter.next();
     if (!first) return; // the client left; its job is cancelled
@@ -96,7 +71,7 @@ void serve_generation(const RouteContext & ctx, http::Request & req, http::Respo
         return;
     }
 
-    if (d.stream) {
+    if (stream) {
         res.status = 200;
         stream_events(res.stream(writer->stream_content_type()), *job, req, std::move(*first), *writer, reader);
         return;

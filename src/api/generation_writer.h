@@ -3,8 +3,9 @@
 // for every API (first event, then the whole body or a stream); a writer gives it the bytes:
 // Ollama's NDJSON (ollama_response.h) or OpenAI's server-sent events (openai_response.h).
 // One writer per request: it may keep state across the chunks of one answer (an id).
-#include "api/json_input.h"
+#include "core/answer_part.h"
 #include "core/error.h"
+#include "core/json_input.h"
 #include "core/logprobs.h"
 #include "core/request.h"
 #include "scheduler/job.h"
@@ -13,25 +14,6 @@
 #include <vector>
 
 namespace specd::api {
-
-// Some of an answer: its text, or with `think` or `tools` the reasoning, content and tool
-// calls the model's template separates (chat_answer.h). Plain text converts implicitly.
-struct AnswerPart {
-    std::string           content;
-    std::string           thinking;
-    std::vector<ToolCall> tool_calls;
-
-    AnswerPart() = default;
-    AnswerPart(std::string text) : content(std::move(text)) {}
-    AnswerPart(const char * text) : content(text) {}
-
-    bool empty() const { return content.empty() && thinking.empty() && tool_calls.empty(); }
-    void append(const AnswerPart & more) {
-        content += more.content;
-        thinking += more.thinking;
-        tool_calls.insert(tool_calls.end(), more.tool_calls.begin(), more.tool_calls.end());
-    }
-};
 
 class GenerationWriter {
   public:

@@ -2,7 +2,7 @@
 
 #include "api/ollama_response.h"
 #include "api/openai_response.h"
-#include "api/prompt_size.h"
+#include "prepare/prompt_size.h"
 
 namespace specd::api {
 
@@ -21,7 +21,7 @@ http::Handler json_route(JsonHandler handle) {
     return [handle = std::move(handle)](http::Request & req, http::Response & res) {
         // Parsing holds a string two or three times over: a body with more prompt text than
         // any request may bring is refused before that.
-        if (req.body.size() > k_max_prompt_text_limit) check_raw_prompt_text(req.body);
+        if (req.body.size() > prepare::k_max_prompt_text_limit) prepare::check_raw_prompt_text(req.body);
         json body = parse_body(req.body);
         std::string().swap(req.body); // the parsed JSON has it all
         handle(req, res, body);

@@ -1,6 +1,6 @@
 #pragma once
 // JSON in and out of the transport's requests and answers.
-#include "api/json_input.h"
+#include "core/json_input.h"
 #include "http/request.h"
 #include "http/response.h"
 #include "http/router.h"

@@ -1,6 +1,6 @@
 #include "api/logprobs_json.h"
 
-#include "engine/utf8_stream.h"
+#include "core/utf8.h"
 
 namespace specd::api {
 
@@ -9,7 +9,7 @@ namespace {
 json entry(const std::string & token, float logprob) {
     json bytes = json::array();
     for (unsigned char c : token) bytes.push_back(int(c));
-    return {{"token", engine::sanitize_utf8(token)}, {"logprob", logprob}, {"bytes", std::move(bytes)}};
+    return {{"token", sanitize_utf8(token)}, {"logprob", logprob}, {"bytes", std::move(bytes)}};
 }
 
 } // namespace

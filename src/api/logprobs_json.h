@@ -3,7 +3,7 @@
 // [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}].
 // `token` is the piece as valid UTF-8 (a partial sequence becomes U+FFFD); `bytes` are its
 // exact bytes.
-#include "api/json_input.h"
+#include "core/json_input.h"
 #include "core/logprobs.h"
 
 #include <vector>

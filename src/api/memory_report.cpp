@@ -19,7 +19,7 @@ constexpr memory::Bucket k_buckets[] = {memory::Bucket::weights,      memory::Bu
 constexpr memory::OwnerKind k_kinds[] = {memory::OwnerKind::model, memory::OwnerKind::request,
                                          memory::OwnerKind::cache};
 
-json cache_json(const cache::PromptCacheStats & c) {
+json cache_json(const memory::PromptCacheStats & c) {
     return {{"budget_bytes", c.budget_bytes}, {"bytes", c.bytes},       {"entries", c.entries},
             {"tokens", c.tokens},             {"hits", c.hits},         {"misses", c.misses},
             {"tokens_reused", c.tokens_reused}, {"evictions", c.evictions}, {"stores", c.stores},
@@ -66,7 +66,7 @@ memory::BucketBytes model_buckets(const memory::LedgerSnapshot & ledger, uint64_
     return {};
 }
 
-json memory_debug_json(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache) {
+json memory_debug_json(const memory::LedgerSnapshot & ledger, const memory::PromptCacheStats & cache) {
     json owners = json::object();
     for (memory::OwnerKind k : k_kinds) {
         const auto & c = ledger.owners[static_cast<size_t>(k)];
@@ -97,7 +97,7 @@ json memory_debug_json(const memory::LedgerSnapshot & ledger, const cache::Promp
             {"reservations", reservations}};
 }
 
-std::string memory_metrics(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache) {
+std::string memory_metrics(const memory::LedgerSnapshot & ledger, const memory::PromptCacheStats & cache) {
     std::ostringstream out;
     out << "# HELP specd_memory_bytes Bytes held, by ledger bucket.\n# TYPE specd_memory_bytes gauge\n";
     for (memory::Bucket b : k_buckets) {

@@ -1,9 +1,9 @@
 #pragma once
 // The ledger and the prompt cache as the API shows them: JSON for /api/ps and
 // /api/debug/memory, Prometheus text for /metrics.
-#include "api/json_input.h"
-#include "cache/prompt_cache.h"
+#include "core/json_input.h"
 #include "memory/ledger.h"
+#include "memory/prompt_cache_stats.h"
 
 #include <string>
 
@@ -17,9 +17,9 @@ memory::BucketBytes model_buckets(const memory::LedgerSnapshot & ledger, uint64_
 
 // GET /api/debug/memory: totals, owners, every live reservation, the cache, the process RSS
 // and what the allocator says about the memory it manages.
-json memory_debug_json(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache);
+json memory_debug_json(const memory::LedgerSnapshot & ledger, const memory::PromptCacheStats & cache);
 
 // The memory and prompt-cache series of /metrics.
-std::string memory_metrics(const memory::LedgerSnapshot & ledger, const cache::PromptCacheStats & cache);
+std::string memory_metrics(const memory::LedgerSnapshot & ledger, const memory::PromptCacheStats & cache);
 
 } // namespace specd::api

@@ -6,7 +6,7 @@
 // stream as NDJSON (a failure after that is a last {"error"} line), or one
 // {"status":"success"} object with stream false. A client that goes away cancels the transfer
 // (a pull keeps its partial downloads for the next one).
-#include "api/json_input.h"
+#include "core/json_input.h"
 #include "http/request.h"
 #include "http/response.h"
 #include "models/store.h"

@@ -2,24 +2,12 @@
 
 #include "api/logprobs_json.h"
 #include "api/tool_json.h"
-#include "engine/utf8_stream.h"
+#include "core/time_format.h"
+#include "core/utf8.h"
 
 #include <ctime>
 
 namespace specd::api {
-
-std::string format_time(std::chrono::system_clock::time_point t) {
-    using namespace std::chrono;
-    const auto    secs = time_point_cast<seconds>(t);
-    const auto    ns   = duration_cast<nanoseconds>(t - secs).count();
-    const time_t  tt   = system_clock::to_time_t(secs);
-    std::tm       tm{};
-    gmtime_r(&tt, &tm);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ns));
-    return buf;
-}
 
 json text_chunk(const std::string & model, const AnswerPart & part, bool chat,
                 const std::vector<TokenLogprob> & logprobs) {
@@ -86,7 +74,7 @@ json speculation_json(const spec::DepthStats & s) {
 
 json error_body(const std::string & message) {
     // Messages can quote client input; keep the body valid UTF-8 JSON whatever it held.
-    return json{{"error", engine::sanitize_utf8(message)}};
+    return json{{"error", sanitize_utf8(message)}};
 }
 
 std::string serialise(const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }

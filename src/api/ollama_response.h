@@ -1,17 +1,14 @@
 #pragma once
 // Ollama's response objects: streamed chunks, the final object with timings, errors.
 #include "api/generation_writer.h"
-#include "api/json_input.h"
 #include "core/error.h"
+#include "core/json_input.h"
 #include "scheduler/job.h"
 
 #include <chrono>
 #include <string>
 
 namespace specd::api {
-
-// RFC 3339 with nanoseconds, UTC, as Ollama writes timestamps.
-std::string format_time(std::chrono::system_clock::time_point t);
 
 // `logprobs`: Ollama's "logprobs" array, present when non-empty.
 // With `think` or `tools`: "thinking" and "tool_calls" beside the text when they have any.

@@ -1,7 +1,8 @@
 #include "api/openai_request.h"
 
 #include "api/tool_json.h"
-#include "vision/image_decode.h"
+#include "prepare/images.h"
+#include "prepare/options.h"
 
 #include <charconv>
 #include <cstdio>
@@ -113,7 +114,7 @@ void decode_response_format(const json & body, GenerateOptions & g, std::vector<
         throw ParamError("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\", not \"" + type + "\"");
     }
     try {
-        g.grammar = format_grammar(format, unenforced);
+        g.grammar = prepare::format_grammar(format, unenforced);
     } catch (const Error & e) {
         if (e.kind() != ErrorKind::bad_request) throw;
         throw ParamError(type == "json_schema" ? "response_format.json_schema.schema" : "response_format", e.what());
@@ -130,8 +131,8 @@ json decode_options(const json & body) {
     if (auto v = opt_number(body, "presence_penalty", -k_openai_max_penalty, k_openai_max_penalty)) o["presence_penalty"] = *v;
     if (auto v = opt_integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) o["seed"] = *v;
     // max_completion_tokens is the newer name of max_tokens; it wins when both are given.
-    auto max_tokens = opt_integer(body, "max_completion_tokens", 1, k_max_num_predict);
-    if (!max_tokens) max_tokens = opt_integer(body, "max_tokens", 1, k_max_num_predict);
+    auto max_tokens = opt_integer(body, "max_completion_tokens", 1, prepare::k_max_num_predict);
+    if (!max_tokens) max_tokens = opt_integer(body, "max_tokens", 1, prepare::k_max_num_predict);
     if (max_tokens) o["num_predict"] = *max_tokens;
     if (const json * v = field(body, "stop")) {
         json stop = json::array();
@@ -275,7 +276,7 @@ std::string decode_content(const json & m, size_t i, std::vector<PendingImage> &
 
 } // namespace
 
-OpenAIRequest decode_openai_chat(const json & body, const vision::ImageLimits & limits) {
+OpenAIRequest decode_openai_chat(const json & body, const ImageLimits & limits) {
     OpenAIRequest r      = decode_common(body, PromptSpec::Kind::chat);
     PromptSpec &  p      = r.decoded.request.prompt;
     const json *  ms     = field(body, "messages");
@@ -373,15 +374,13 @@ OpenAIRequest decode_openai_chat(const json & body, const vision::ImageLimits & 
     // Every image is checked for count and encoded size before any is decoded; they are
     // numbered from 1 in request order, as on /api/chat.
     try {
-        vision::check_image_count(images.size(), limits);
+        prepare::check_image_count(images.size(), limits);
     } catch (const Error & e) {
         throw ParamError("messages", e.what());
     }
     for (size_t n = 0; n < images.size(); ++n) {
         try {
-            const auto bytes = vision::image_bytes_from_base64(images[n].base64, limits, n + 1);
-            p.messages[images[n].message].images.push_back(
-                std::make_shared<const vision::DecodedImage>(vision::decode_image(bytes, limits, n + 1)));
+            p.messages[images[n].message].images.push_back(prepare::decode_base64_image(images[n].base64, limits, n + 1));
         } catch (const Error & e) {
             if (e.kind() != ErrorKind::bad_request) throw;
             throw ParamError(images[n].param, e.what());

@@ -11,17 +11,6 @@
 
 namespace specd::api {
 
-// A bad_request about one field of the request.
-class ParamError : public Error {
-  public:
-    ParamError(std::string param, const std::string & message) :
-        Error(ErrorKind::bad_request, message), param_(std::move(param)) {}
-    const std::string & param() const { return param_; }
-
-  private:
-    std::string param_;
-};
-
 // The field, or nullptr when it is absent or null (OpenAI's clients send nulls for unset
 // fields): how every /v1 decoder reads a body.
 const json * field(const json & obj, const char * key);
@@ -36,7 +25,7 @@ struct OpenAIRequest {
 
 // messages: string content, or arrays of text and image_url parts (data:image/...;base64,
 // URLs only: images decoded within `limits`, in request order).
-OpenAIRequest decode_openai_chat(const json & body, const vision::ImageLimits & limits = {});
+OpenAIRequest decode_openai_chat(const json & body, const ImageLimits & limits = {});
 // prompt: a string (or an array holding one string); suffix.
 OpenAIRequest decode_openai_completion(const json & body);
 

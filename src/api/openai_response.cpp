@@ -5,7 +5,7 @@
 #include "api/ollama_response.h"
 #include "api/openai_request.h"
 #include "api/tool_json.h"
-#include "engine/utf8_stream.h"
+#include "core/utf8.h"
 
 #include <chrono>
 #include <random>
@@ -51,7 +51,7 @@ json model_object(const models::StoreEntry & e) {
 
 json openai_error_json(int status, const std::string & message, const json & param, const json & code) {
     // Messages can quote client input; keep the body valid UTF-8 JSON whatever it held.
-    return {{"error", {{"message", engine::sanitize_utf8(message)}, {"type", error_type(status)}, {"param", param}, {"code", code}}}};
+    return {{"error", {{"message", sanitize_utf8(message)}, {"type", error_type(status)}, {"param", param}, {"code", code}}}};
 }
 
 std::pair<int, json> openai_error_of(const std::exception & e) {
@@ -93,10 +93,10 @@ json OpenAIWriter::logprobs(const std::vector<TokenLogprob> & lps) {
     if (endpoint_ == OpenAIEndpoint::chat) return {{"content", logprobs_json(lps, true)}};
     json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
     for (const TokenLogprob & lp : lps) {
-        tokens.push_back(engine::sanitize_utf8(lp.token));
+        tokens.push_back(sanitize_utf8(lp.token));
         token_logprobs.push_back(lp.logprob);
         json alts = json::object();
-        for (const TokenLogprobAlt & alt : lp.top) alts.emplace(engine::sanitize_utf8(alt.token), alt.logprob);
+        for (const TokenLogprobAlt & alt : lp.top) alts.emplace(sanitize_utf8(alt.token), alt.logprob);
         top.push_back(std::move(alts));
         offsets.push_back(text_offset_);
         text_offset_ += lp.token.size();

@@ -150,7 +150,7 @@ json responses_to_chat(const json & body) {
     return chat;
 }
 
-OpenAIRequest decode_openai_responses(const json & body, const vision::ImageLimits & limits) {
+OpenAIRequest decode_openai_responses(const json & body, const ImageLimits & limits) {
     return decode_openai_chat(responses_to_chat(body), limits);
 }
 

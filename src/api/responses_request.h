@@ -14,6 +14,6 @@ namespace specd::api {
 // The chat completions body for a Responses body; ParamError names a Responses field.
 json responses_to_chat(const json & body);
 
-OpenAIRequest decode_openai_responses(const json & body, const vision::ImageLimits & limits = {});
+OpenAIRequest decode_openai_responses(const json & body, const ImageLimits & limits = {});
 
 } // namespace specd::api

@@ -9,10 +9,10 @@ namespace specd::api {
 
 // What handlers use; every member outlives the router.
 struct RouteContext {
-    const ServerConfig &   cfg;
-    models::Store &        store;
-    cache::PromptCache &   prompt_cache;
-    scheduler::Scheduler & scheduler;
+    const ServerConfig &                              cfg;
+    models::Store &                                   store;
+    scheduler::Scheduler &                            scheduler;
+    const std::function<memory::PromptCacheStats()> & prompt_cache_stats;
 };
 
 // GET /, /api/version, /metrics, /api/debug/memory, /api/ps.

@@ -3,23 +3,17 @@
 #include "api/embed_request.h"
 #include "api/event_waiter.h"
 #include "api/http_json.h"
-#include "api/model_catalog.h"
-#include "api/ollama_request.h"
 #include "api/routes.h"
+#include "prepare/generation.h"
 
-#include <cstdio>
+#include <utility>
 
 namespace specd::api {
 
 namespace {
 
 void serve_embed(const RouteContext & ctx, const http::Request & req, http::Response & res, EmbedRequest e) {
-    const ServedModel m       = catalog_resolve(ctx.store, e.model);
-    e.request.model           = m.files;
-    e.request.context.num_ctx = ctx.cfg.default_num_ctx;
-    std::vector<std::string> warnings; // logged only: an embedding answer has no place for them
-    apply_options(m.params, e.options, e.request, warnings);
-    for (const std::string & w : warnings) std::fprintf(stderr, "specd: %s: %s\n", m.files.name.c_str(), w.c_str());
+    prepare::prepare_embedding(ctx.store, ctx.cfg.preparation, e.model, e.options, e.request);
     auto        job = ctx.scheduler.submit(std::move(e.request));
     EventWaiter waiter(*job, req);
     for (auto ev = waiter.next(); ev; ev = waiter.next()) {

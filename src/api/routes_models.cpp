@@ -1,10 +1,10 @@
 // The model store over HTTP: list, show, create, copy, delete, pull, push, and the blobs that
 // `specd create` uploads before it creates a model on a remote server.
 #include "api/http_json.h"
-#include "api/model_catalog.h"
 #include "api/model_transfer.h"
 #include "api/ollama_response.h"
 #include "api/routes.h"
+#include "prepare/model_catalog.h"
 
 #include <exception>
 
@@ -69,7 +69,7 @@ void serve_create(models::Store & store, const http::Request & req, http::Respon
         if (!out->write(ndjson_line(line))) throw Error(ErrorKind::cancelled, "the client went away");
     };
     try {
-        catalog_create(
+        prepare::catalog_create(
             store, body,
             [&](const std::string & status) {
                 if (status == "success") return; // sent below, once the create returned
@@ -93,9 +93,9 @@ void serve_create(models::Store & store, const http::Request & req, http::Respon
 } // namespace
 
 void add_model_routes(http::Router & router, RouteContext ctx) {
-    router.get("/api/tags", [ctx](http::Request &, http::Response & res) { send_json(res, 200, catalog_tags(ctx.store)); });
+    router.get("/api/tags", [ctx](http::Request &, http::Response & res) { send_json(res, 200, prepare::catalog_tags(ctx.store)); });
     router.post("/api/show", json_route([ctx](http::Request &, http::Response & res, const json & body) {
-        send_json(res, 200, catalog_show(ctx.store, model_name(body), opt_bool(body, "verbose").value_or(false)));
+        send_json(res, 200, prepare::catalog_show(ctx.store, model_name(body), opt_bool(body, "verbose").value_or(false)));
     }));
     router.post("/api/create", json_route([ctx](http::Request & req, http::Response & res, const json & body) {
         serve_create(ctx.store, req, res, body);
@@ -107,11 +107,11 @@ void add_model_routes(http::Router & router, RouteContext ctx) {
         serve_push(ctx.store, req, res, body);
     }));
     router.del("/api/delete", json_route([ctx](http::Request &, http::Response & res, const json & body) {
-        catalog_delete(ctx.store, model_name(body));
+        prepare::catalog_delete(ctx.store, model_name(body));
         res.status = 200;
     }));
     router.post("/api/copy", json_route([ctx](http::Request &, http::Response & res, const json & body) {
-        catalog_copy(ctx.store, require_string(body, "source"), require_string(body, "destination"));
+        prepare::catalog_copy(ctx.store, require_string(body, "source"), require_string(body, "destination"));
         res.status = 200;
     }));
     // HEAD is answered by the GET route, without the body: Ollama's `HEAD /api/blobs/<digest>`.

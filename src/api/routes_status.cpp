@@ -1,11 +1,12 @@
 // What the server says about itself: health, version, metrics, memory, loaded models.
 #include "api/http_json.h"
 #include "api/memory_report.h"
-#include "api/model_catalog.h"
 #include "api/ollama_response.h"
 #include "api/routes.h"
+#include "core/time_format.h"
 #include "memory/ledger.h"
 #include "metrics/registry.h"
+#include "prepare/model_catalog.h"
 
 namespace specd::api {
 
@@ -19,7 +20,7 @@ json loaded_models_json(const RouteContext & ctx) {
         json           breakdown = bucket_json(model_buckets(ledger, m.memory_owner));
         const uint64_t size      = std::max<uint64_t>(m.size_bytes, breakdown["total"].get<uint64_t>());
         json j = {{"name", m.name}, {"model", m.name}, {"size", size}, {"size_vram", 0},
-                  {"digest", bare_digest(m.digest)}, {"context_length", m.context_length},
+                  {"digest", prepare::bare_digest(m.digest)}, {"context_length", m.context_length},
                   {"details", {{"parent_model", ""}, {"format", "gguf"}, {"family", m.family}, {"families", json::array({m.family})},
                                {"parameter_size", m.parameter_size}, {"quantization_level", m.quantization_level}}}};
         // Ollama shows a far-future time for models kept forever.
@@ -39,11 +40,11 @@ void add_status_routes(http::Router & router, RouteContext ctx) {
     router.get("/api/version", [](http::Request &, http::Response & res) { send_json(res, 200, {{"version", SPECD_VERSION}}); });
     router.get("/metrics", [ctx](http::Request &, http::Response & res) {
         res.set_content(metrics::server_metrics().exposition() +
-                            memory_metrics(memory::process_ledger().snapshot(), ctx.prompt_cache.stats()),
+                            memory_metrics(memory::process_ledger().snapshot(), ctx.prompt_cache_stats()),
                         "text/plain; version=0.0.4");
     });
     router.get("/api/debug/memory", [ctx](http::Request &, http::Response & res) {
-        send_json(res, 200, memory_debug_json(memory::process_ledger().snapshot(), ctx.prompt_cache.stats()));
+        send_json(res, 200, memory_debug_json(memory::process_ledger().snapshot(), ctx.prompt_cache_stats()));
     });
     router.get("/api/ps", [ctx](http::Request &, http::Response & res) { send_json(res, 200, {{"models", loaded_models_json(ctx)}}); });
 }

@@ -50,7 +50,7 @@ void add_dashboard_routes(http::Router & router, RouteContext ctx) {
         send_asset(std::string(asset->body), *asset, res);
     });
     router.get("/api/dashboard", [ctx](http::Request &, http::Response & res) {
-        send_json(res, 200, dashboard_json(ctx.scheduler.loaded(), memory::process_ledger().snapshot(), ctx.prompt_cache.stats()));
+        send_json(res, 200, dashboard_json(ctx.scheduler.loaded(), memory::process_ledger().snapshot(), ctx.prompt_cache_stats()));
     });
 }
 

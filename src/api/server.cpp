@@ -5,14 +5,14 @@
 #include "http/server.h"
 
 #include <cstdio>
+#include <utility>
 
 namespace specd::api {
 
-Server::Server(ServerConfig cfg) :
-    cfg_(std::move(cfg)), store_(cfg_.models_dir), prompt_cache_(cfg_.prompt_cache_bytes, memory::process_ledger()),
-    scheduler_(cfg_.scheduler, &prompt_cache_), cors_(cfg_.origins) {
+Server::Server(ServerConfig cfg, ServerParts parts) :
+    cfg_(std::move(cfg)), parts_(std::move(parts)), cors_(cfg_.origins) {
     install_route_guard(router_, cfg_, cors_);
-    RouteContext ctx{cfg_, store_, prompt_cache_, scheduler_};
+    RouteContext ctx{cfg_, parts_.store, parts_.scheduler, parts_.prompt_cache_stats};
     add_status_routes(router_, ctx);
     add_generate_routes(router_, ctx);
     add_openai_routes(router_, ctx);
@@ -27,7 +27,7 @@ Server::~Server() { stop(); }
 void Server::stop() {
     // Work in flight is cancelled first, so that handlers waiting on it return; then the
     // transport closes every connection and waits for its handlers.
-    scheduler_.shutdown();
+    parts_.scheduler.shutdown();
     if (http_) http_->stop();
 }
 

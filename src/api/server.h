@@ -1,14 +1,17 @@
 #pragma once
 // The server: Ollama's routes and the OpenAI-compatible /v1 subset over the scheduler and
 // the model store, served by the HTTP transport in http/. Routes are registered by family
-// (routes.h); what every request passes before its route is in route_guard.h.
+// (routes.h); what every request passes before its route is in route_guard.h. What it
+// serves (the store, the scheduler) is built by the composition root, cli/serve_command.cpp.
 #include "api/cors.h"
-#include "cache/prompt_cache.h"
 #include "http/limits.h"
 #include "http/router.h"
+#include "memory/prompt_cache_stats.h"
 #include "models/store.h"
+#include "prepare/generation.h"
 #include "scheduler/scheduler.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,29 +22,24 @@ class Server;
 namespace specd::api {
 
 struct ServerConfig {
-    std::string           host = "127.0.0.1";
-    int                   port = 11434;
-    std::filesystem::path models_dir;
-    http::Limits          limits;                 // body size, deadlines, connection caps (http/limits.h)
-    int32_t               default_num_ctx = 4096; // fixed, never derived from memory size
-    std::string           origins;                // SPECD_ORIGINS: extra allowed browser origins
-    bool                  no_draft = false;       // --no-draft / SPECD_NO_DRAFT: speculation off
-    // SPECD_STRICT_SCHEMA: a `format` schema keyword the grammar cannot enforce is a 400
-    // instead of a warning.
-    bool                  strict_schema = false;
-    // SPECD_UNSEEDED_SAMPLING (default rejection): requests without a seed verify drafts by
-    // rejection sampling, which accepts more than the coupled seeded draw (bench/results/
-    // coupling.md); `seeded` gives them the seeded draw too. With a seed, always the seeded
-    // draw: reproducible text.
-    bool                  unseeded_rejection = true;
-    std::string           api_key;                // SPECD_API_KEY: required as a Bearer token
-    size_t                prompt_cache_bytes = cache::default_prompt_cache_budget(); // SPECD_PROMPT_CACHE; 0: off
-    scheduler::SchedulerConfig scheduler;
+    std::string       host = "127.0.0.1";
+    int               port = 11434;
+    http::Limits      limits;      // body size, deadlines, connection caps (http/limits.h)
+    std::string       origins;     // SPECD_ORIGINS: extra allowed browser origins
+    std::string       api_key;     // SPECD_API_KEY: required as a Bearer token
+    prepare::Settings preparation; // what shapes every request (prepare/generation.h)
+};
+
+// What the routes serve. Every part outlives the server.
+struct ServerParts {
+    models::Store &                           store;
+    scheduler::Scheduler &                    scheduler;
+    std::function<memory::PromptCacheStats()> prompt_cache_stats;
 };
 
 class Server {
   public:
-    explicit Server(ServerConfig cfg);
+    Server(ServerConfig cfg, ServerParts parts);
     ~Server();
 
     // Throws std::runtime_error when the address is taken or unavailable.
@@ -54,9 +52,7 @@ class Server {
 
   private:
     ServerConfig                  cfg_;
-    models::Store                 store_;
-    cache::PromptCache            prompt_cache_; // before the scheduler: runners use it
-    scheduler::Scheduler          scheduler_;
+    ServerParts                   parts_;
     CorsPolicy                    cors_;
     http::Router                  router_;
     std::unique_ptr<http::Server> http_;

@@ -1,7 +1,7 @@
 #pragma once
 // Tools and tool calls in JSON, for Ollama's API and OpenAI's (the same `tools` array;
 // calls whose arguments are an object in Ollama's shape and a JSON string in OpenAI's).
-#include "api/json_input.h"
+#include "core/json_input.h"
 #include "core/request.h"
 
 #include <string>

@@ -121,9 +121,9 @@ void PromptCache::count_miss() {
     counts_.misses++;
 }
 
-PromptCacheStats PromptCache::stats() const {
+memory::PromptCacheStats PromptCache::stats() const {
     std::lock_guard lock(mu_);
-    PromptCacheStats s = counts_;
+    memory::PromptCacheStats s = counts_;
     s.bytes   = bytes_;
     s.entries = entries_.size();
     s.tokens  = tokens_;

@@ -12,6 +12,7 @@
 // Thread-safe: every runner thread shares the process's cache.
 #include "cache/prompt_trie.h"
 #include "memory/ledger.h"
+#include "memory/prompt_cache_stats.h"
 
 #include <cstdint>
 #include <map>
@@ -44,18 +45,6 @@ struct CacheEntry {
     size_t bytes() const;
 };
 
-struct PromptCacheStats {
-    size_t   budget_bytes = 0;
-    size_t   bytes        = 0; // held by entries in the cache (pinned, evicted ones excluded)
-    size_t   entries      = 0;
-    size_t   tokens       = 0; // target tokens held by the entries
-    uint64_t hits         = 0;
-    uint64_t misses       = 0;
-    uint64_t tokens_reused = 0;
-    uint64_t evictions    = 0;
-    uint64_t stores       = 0;
-    uint64_t rejected     = 0; // states larger than the whole budget, or no room next to pinned ones
-};
 
 class PromptCache {
   public:
@@ -84,7 +73,7 @@ class PromptCache {
     void count_hit(size_t tokens_reused);
     void count_miss();
 
-    PromptCacheStats stats() const;
+    memory::PromptCacheStats stats() const;
 
   private:
     void remove_locked(const std::shared_ptr<CacheEntry> & e);
@@ -99,7 +88,7 @@ class PromptCache {
     size_t                                                tokens_   = 0;
     uint64_t                                              clock_    = 0;
     entry_id                                              next_id_  = 1;
-    PromptCacheStats                                      counts_;  // the counters only
+    memory::PromptCacheStats                                      counts_;  // the counters only
 };
 
 // The default budget: min(8 GiB, a quarter of physical memory).

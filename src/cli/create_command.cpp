@@ -2,7 +2,6 @@
 // server as Ollama's CLI does it: each local file is uploaded as a blob (with a progress bar)
 // unless the server has it, then /api/create names the blobs and streams its progress. Without
 // a server the store is written directly.
-#include "api/model_catalog.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
@@ -11,6 +10,7 @@
 #include "models/digest.h"
 #include "models/modelfile.h"
 #include "models/store.h"
+#include "prepare/model_catalog.h"
 
 #include <fstream>
 #include <optional>
@@ -25,7 +25,7 @@ using json = nlohmann::json;
 // The digest of a file, as /api/blobs names it.
 std::string file_digest(const std::filesystem::path & file) {
     std::ifstream     in(file, std::ios::binary);
-    models::Sha256    h;
+    Sha256    h;
     std::vector<char> buf(1 << 20);
     while (in) {
         in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
@@ -131,9 +131,9 @@ int cmd_create(const CreateOptions & o) {
         models::Store   store(configured_models_dir());
         ProgressPrinter printer;
         const auto      progress = [&printer](const std::string & status) { printer.status(status); };
-        models::CreateOptions opts = api::create_options(progress);
-        if (!o.quantize.empty()) opts.rewrite_model = api::quantize_rewrite(o.quantize, progress);
-        if (!o.draft_quantize.empty()) opts.rewrite_draft = api::quantize_rewrite(o.draft_quantize, progress);
+        models::CreateOptions opts = prepare::create_options(progress);
+        if (!o.quantize.empty()) opts.rewrite_model = prepare::quantize_rewrite(o.quantize, progress);
+        if (!o.draft_quantize.empty()) opts.rewrite_draft = prepare::quantize_rewrite(o.draft_quantize, progress);
         store.create(model, mf, dir, opts); // its last status is "success"
         return 0;
     } catch (const std::exception & e) {

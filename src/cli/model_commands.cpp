@@ -1,13 +1,13 @@
 // list, ps, stop, rm, cp. Like Ollama's CLI, these go through the running server's API when
 // one answers; without a server list, rm and cp work on the store directly (ps and stop
 // need one).
-#include "api/model_catalog.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/human_format.h"
 #include "cli/terminal.h"
 #include "core/settings.h"
 #include "models/store.h"
+#include "prepare/model_catalog.h"
 
 #include <cstdio>
 
@@ -69,7 +69,7 @@ int cmd_list() {
             return 0;
         },
         [](models::Store & store) {
-            print_tags(api::catalog_tags(store));
+            print_tags(prepare::catalog_tags(store));
             return 0;
         });
 }
@@ -121,7 +121,7 @@ int cmd_rm(const std::vector<std::string> & models) {
                 return 0;
             },
             [&](models::Store & store) {
-                api::catalog_delete(store, name);
+                prepare::catalog_delete(store, name);
                 return 0;
             });
         if (rc != 0) return rc;
@@ -139,7 +139,7 @@ int cmd_cp(const std::string & source, const std::string & destination) {
             return 0;
         },
         [&](models::Store & store) {
-            api::catalog_copy(store, source, destination);
+            prepare::catalog_copy(store, source, destination);
             return 0;
         });
     if (rc == 0) std::printf("copied '%s' to '%s'\n", source.c_str(), destination.c_str());

@@ -1,13 +1,18 @@
 // `specd serve` (also `specd start`): the settings and flags into a ServerConfig, then the
-// server until SIGINT or SIGTERM.
+// server until SIGINT or SIGTERM. This is the composition root: it builds the store, the
+// prompt cache and the scheduler, and hands them to the server.
 #include "api/ollama_request.h"
 #include "api/server.h"
+#include "cache/prompt_cache.h"
 #include "cli/commands.h"
 #include "cli/terminal.h"
 #include "core/settings.h"
 #include "http/limits.h"
-#include "engine/session.h"
+#include "memory/ledger.h"
+#include "models/store.h"
+#include "prepare/options.h"
 #include "scheduler/load_estimate.h"
+#include "scheduler/scheduler.h"
 
 #include <csignal>
 #include <cstdlib>
@@ -35,9 +40,9 @@ int parse_parallel(const std::string & text) {
     } catch (const std::exception &) {
         n = -1; // not a number: reported below
     }
-    if (used != text.size() || n < 0 || n > engine::Session::k_max_parallel) {
+    if (used != text.size() || n < 0 || n > scheduler::k_max_parallel) {
         throw std::invalid_argument("parallel sequences must be a number from 0 (automatic) to " +
-                                    std::to_string(engine::Session::k_max_parallel) + ", not \"" + text + "\"");
+                                    std::to_string(scheduler::k_max_parallel) + ", not \"" + text + "\"");
     }
     return n;
 }
@@ -80,40 +85,43 @@ http::Limits connection_limits() {
 } // namespace
 
 int cmd_serve(const ServeOptions & o) {
-    api::ServerConfig cfg;
+    api::ServerConfig          cfg;
+    std::filesystem::path      models_dir;
+    size_t                     prompt_cache_bytes = cache::default_prompt_cache_budget();
+    scheduler::SchedulerConfig sched;
     try {
         HostPort hp = o.host ? parse_host(*o.host) : configured_host();
-        if (o.models) cfg.models_dir = *o.models;
-        cfg.no_draft = o.no_draft;
-        if (o.parallel) cfg.scheduler.num_parallel = parse_parallel(*o.parallel);
+        if (o.models) models_dir = *o.models;
+        cfg.preparation.no_draft = o.no_draft;
+        if (o.parallel) sched.num_parallel = parse_parallel(*o.parallel);
         if (auto v = setting("NUM_PARALLEL"); v && !o.parallel) {
-            cfg.scheduler.num_parallel = parse_parallel(*v);
+            sched.num_parallel = parse_parallel(*v);
         }
-        if (auto v = setting("MAX_MEMORY")) cfg.scheduler.memory_budget = parse_byte_size(*v);
-        if (auto v = setting("MAX_LOADED_MODELS")) cfg.scheduler.max_loaded_models = std::stoul(*v);
+        if (auto v = setting("MAX_MEMORY")) sched.memory_budget = parse_byte_size(*v);
+        if (auto v = setting("MAX_LOADED_MODELS")) sched.max_loaded_models = std::stoul(*v);
         cfg.host = hp.host;
         cfg.port = hp.port;
-        if (cfg.models_dir.empty()) cfg.models_dir = configured_models_dir();
+        if (models_dir.empty()) models_dir = configured_models_dir();
         if (auto v = setting("ORIGINS")) cfg.origins = *v;
         if (const char * key = std::getenv("SPECD_API_KEY"); key && *key) cfg.api_key = key;
-        if (auto v = setting("NO_DRAFT"); v && *v != "0" && *v != "false") cfg.no_draft = true;
-        if (auto v = setting("STRICT_SCHEMA"); v && *v != "0" && *v != "false") cfg.strict_schema = true;
-        if (auto v = setting("MAX_QUEUE")) cfg.scheduler.max_queue = std::stoul(*v);
+        if (auto v = setting("NO_DRAFT"); v && *v != "0" && *v != "false") cfg.preparation.no_draft = true;
+        if (auto v = setting("STRICT_SCHEMA"); v && *v != "0" && *v != "false") cfg.preparation.strict_schema = true;
+        if (auto v = setting("MAX_QUEUE")) sched.max_queue = std::stoul(*v);
         if (auto v = setting("UNSEEDED_SAMPLING")) {
-            if (*v == "seeded") cfg.unseeded_rejection = false;
+            if (*v == "seeded") cfg.preparation.unseeded_rejection = false;
             else if (*v != "rejection") throw std::invalid_argument("UNSEEDED_SAMPLING must be seeded or rejection, not \"" + *v + "\"");
         }
         if (auto v = setting("CONTEXT_LENGTH")) {
-            cfg.default_num_ctx = std::stoi(*v);
-            if (cfg.default_num_ctx < 1 || cfg.default_num_ctx > api::k_max_num_ctx) {
-                throw std::invalid_argument("CONTEXT_LENGTH must be between 1 and " + std::to_string(api::k_max_num_ctx));
+            cfg.preparation.default_num_ctx = std::stoi(*v);
+            if (cfg.preparation.default_num_ctx < 1 || cfg.preparation.default_num_ctx > prepare::k_max_num_ctx) {
+                throw std::invalid_argument("CONTEXT_LENGTH must be between 1 and " + std::to_string(prepare::k_max_num_ctx));
             }
         }
         cfg.limits = connection_limits();
-        if (auto v = setting("PROMPT_CACHE")) cfg.prompt_cache_bytes = *v == "0" ? 0 : parse_byte_size(*v);
-        cfg.scheduler.default_keep_alive = default_keep_alive();
+        if (auto v = setting("PROMPT_CACHE")) prompt_cache_bytes = *v == "0" ? 0 : parse_byte_size(*v);
+        sched.default_keep_alive = default_keep_alive();
         // Loaded models may use most of the machine's memory; the rest is left to the system.
-        if (cfg.scheduler.memory_budget == 0) cfg.scheduler.memory_budget = scheduler::physical_memory_bytes() / 10 * 9;
+        if (sched.memory_budget == 0) sched.memory_budget = scheduler::physical_memory_bytes() / 10 * 9;
     } catch (const std::exception & e) {
         fail(e.what());
         return 2; // a setting that cannot be used, as a usage error
@@ -128,7 +136,12 @@ int cmd_serve(const ServeOptions & o) {
     std::signal(SIGPIPE, SIG_IGN);
 
     try {
-        api::Server server(cfg);
+        // The composition root: the store, the prompt cache and the scheduler that the server
+        // serves, destroyed after it (in reverse order).
+        models::Store        store(models_dir);
+        cache::PromptCache   prompt_cache(prompt_cache_bytes, memory::process_ledger());
+        scheduler::Scheduler scheduler(sched, &prompt_cache);
+        api::Server          server(cfg, {store, scheduler, [&prompt_cache] { return prompt_cache.stats(); }});
         server.bind();
         std::thread watcher([&] {
             int sig = 0;

@@ -1,10 +1,10 @@
 // `specd show MODEL [--license|--modelfile|--parameters|--system|--template] [-v]`.
-#include "api/model_catalog.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/show_info.h"
 #include "cli/terminal.h"
 #include "core/settings.h"
+#include "prepare/model_catalog.h"
 
 #include <cstdio>
 #include <sstream>
@@ -113,7 +113,7 @@ int cmd_show(const ShowOptions & o) {
         ApiClient c = ApiClient::configured();
         if (!c.server_up()) {
             models::Store store(configured_models_dir());
-            return print(api::catalog_show(store, o.model));
+            return print(prepare::catalog_show(store, o.model));
         }
         std::string body;
         const int   status = c.request("POST", "/api/show", {{"model", o.model}}, body);

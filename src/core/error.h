@@ -3,6 +3,7 @@
 // api layer alone maps kinds to HTTP statuses.
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace specd {
 
@@ -25,5 +26,16 @@ class Error : public std::runtime_error {
 };
 
 inline Error bad_request(const std::string & message) { return Error(ErrorKind::bad_request, message); }
+
+// A bad_request about one field of the request.
+class ParamError : public Error {
+  public:
+    ParamError(std::string param, const std::string & message) :
+        Error(ErrorKind::bad_request, message), param_(std::move(param)) {}
+    const std::string & param() const { return param_; }
+
+  private:
+    std::string param_;
+};
 
 } // namespace specd

@@ -1,8 +1,8 @@
 #pragma once
 // What a client asked for, as plain data: filled in by api/, carried by the scheduler,
 // turned into tokens by the engine.
+#include "core/image.h"
 #include "core/options.h"
-#include "vision/image_decode.h"
 
 #include <chrono>
 #include <cstdint>
@@ -13,9 +13,6 @@
 #include <vector>
 
 namespace specd {
-
-// A decoded request image; shared, because the request and its prompt both refer to it.
-using ImagePtr = std::shared_ptr<const vision::DecodedImage>;
 
 // A function the model called: `arguments` is the text of one JSON object.
 struct ToolCall {

@@ -1,6 +1,6 @@
 #include "engine/draft_model.h"
 
-#include "grammar/constraint.h"
+#include "engine/grammar_constraint.h"
 
 #include <algorithm>
 
@@ -118,7 +118,7 @@ void DraftModel::propose_together(std::span<DraftJob> jobs) {
         if (job.req.k <= 0 || job.req.history.empty() || !d.sampler_ || d.cancelled()) continue;
         lanes.push_back({.job = &job, .pending = d.catch_up(job.req.history)});
         d.sampler_->set_constraint(job.req.constraint
-                                       ? std::make_unique<grammar::Constraint>(job.req.constraint->clone())
+                                       ? std::make_unique<GrammarConstraint>(job.req.constraint->clone())
                                        : nullptr);
     }
 

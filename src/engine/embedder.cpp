@@ -113,12 +113,4 @@ std::vector<std::vector<float>> Embedder::embed(const std::vector<std::vector<ll
     return out;
 }
 
-void normalize_l2(std::vector<float> & v) {
-    double sum = 0;
-    for (float x : v) sum += double(x) * x;
-    if (sum <= 0) return;
-    const double scale = 1.0 / std::sqrt(sum);
-    for (float & x : v) x = float(x * scale);
-}
-
 } // namespace specd::engine

@@ -47,7 +47,4 @@ class Embedder {
     const std::atomic<bool> * cancel_ = nullptr; // set during embed(), read by llama's abort callback
 };
 
-// Scales `v` to unit L2 norm (a zero vector stays zero).
-void normalize_l2(std::vector<float> & v);
-
 } // namespace specd::engine

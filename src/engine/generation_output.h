@@ -5,9 +5,9 @@
 // it; tokens whose text a stop string removed entirely are not reported.
 #include "core/logprobs.h"
 #include "core/options.h"
+#include "core/utf8.h"
 #include "engine/model.h"
 #include "engine/stop_matcher.h"
-#include "engine/utf8_stream.h"
 
 #include <functional>
 #include <string>

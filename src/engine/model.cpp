@@ -100,9 +100,9 @@ const TextCutter & Model::text_cutter() const {
     return *text_cutter_;
 }
 
-const grammar::VocabIndex & Model::vocab_index() const {
+const VocabIndex & Model::vocab_index() const {
     std::call_once(vocab_index_once_, [this] {
-        vocab_index_ = std::make_unique<const grammar::VocabIndex>(vocab_);
+        vocab_index_ = std::make_unique<const VocabIndex>(vocab_);
         vocab_index_bytes_.store(vocab_index_->bytes(), std::memory_order_release);
     });
     return *vocab_index_;

@@ -3,7 +3,7 @@
 #include "engine/cpu_threads.h"
 #include "engine/gguf_info.h"
 #include "engine/llama_handles.h"
-#include "grammar/vocab_index.h"
+#include "engine/vocab_index.h"
 
 #include <atomic>
 #include <filesystem>
@@ -57,7 +57,7 @@ class Model {
     bool        is_eog(llama_token token) const { return llama_vocab_is_eog(vocab_, token); }
     // What grammar constraints need to know about the vocabulary; built on first use
     // (milliseconds to tens of milliseconds), then shared by every request.
-    const grammar::VocabIndex & vocab_index() const;
+    const VocabIndex & vocab_index() const;
     // Its bytes once built, 0 before.
     size_t vocab_index_bytes() const { return vocab_index_bytes_.load(std::memory_order_acquire); }
     // Where a long prompt can be cut to tokenize only its ends (engine/text_cutter.h); built
@@ -82,7 +82,7 @@ class Model {
     GgufInfo            info_;
     ModelLoadOptions    opts_;
     mutable std::once_flag                               vocab_index_once_;
-    mutable std::unique_ptr<const grammar::VocabIndex>   vocab_index_;
+    mutable std::unique_ptr<const VocabIndex>   vocab_index_;
     mutable std::atomic<size_t>                          vocab_index_bytes_{0};
     mutable std::once_flag                               text_cutter_once_;
     mutable std::unique_ptr<const TextCutter>            text_cutter_;

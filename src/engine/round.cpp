@@ -19,7 +19,7 @@ int64_t now_ns() {
 // The text `state` forces after `prev`, and its tokens (at most `max_tokens`) as the target
 // is likely to spell them. The target may still spell the text differently; it then rejects
 // the run where the tokens diverge, and the speller learns its choice.
-void find_forced(const grammar::Constraint & state, llama_token prev, int max_tokens, const ForcedSpeller & speller,
+void find_forced(const GrammarConstraint & state, llama_token prev, int max_tokens, const ForcedSpeller & speller,
                  RoundPlan & plan) {
     plan.forced_text = state.forced_text(k_forced_max_bytes);
     if (plan.forced_text.empty()) return;
@@ -87,7 +87,7 @@ void close_round(RoundPlan & plan, spec::Proposal model, int64_t model_ns, const
     proposal.dists.resize(proposal.tokens.size());
     // Under a grammar a draft is cut at its first illegal token: verifying it would only cost
     // positions the target is sure to reject.
-    const grammar::Constraint * state = plan.after_forced ? &*plan.after_forced : plan.request_grammar;
+    const GrammarConstraint * state = plan.after_forced ? &*plan.after_forced : plan.request_grammar;
     const size_t legal = state ? state->legal_prefix(proposal.tokens) : proposal.tokens.size();
     if (state) plan.grammar.grammar_ns += now_ns() - tg0;
     if (legal < proposal.tokens.size()) {

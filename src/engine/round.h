@@ -13,9 +13,9 @@
 #include "core/options.h"
 #include "engine/forced_speller.h"
 #include "engine/generation_output.h"
+#include "engine/grammar_constraint.h"
 #include "engine/projector.h"
 #include "engine/sampler.h"
-#include "grammar/constraint.h"
 #include "spec/depth_controller.h"
 #include "spec/drafter.h"
 #include "spec/seeded_draw.h"
@@ -46,8 +46,8 @@ struct RoundPlan {
     // the forced tokens), the grammar's state after the forced text (when it differs from
     // the request's), and prompt lookup's drafts.
     std::vector<llama_token>           draft_history;
-    std::optional<grammar::Constraint> after_forced;
-    const grammar::Constraint *        request_grammar = nullptr;
+    std::optional<GrammarConstraint> after_forced;
+    const GrammarConstraint *        request_grammar = nullptr;
     spec::Proposal                     lookup;
     uint64_t                           seed        = 0;
     spec::seq_index                    first_index = 0;
@@ -82,7 +82,7 @@ struct RoundOutcome {
 
 // Everything plan_round reads.
 struct RoundInputs {
-    const grammar::Constraint *  grammar = nullptr; // the constraint after `last`; null: none
+    const GrammarConstraint *  grammar = nullptr; // the constraint after `last`; null: none
     llama_token                  last    = -1;      // committed, decoded by this round
     std::span<const llama_token> history;           // the sequence's tokens before `last`
     int                          budget  = 0;       // positions the round may add after `last`

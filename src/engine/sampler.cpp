@@ -30,7 +30,7 @@ class ScopedTimer {
 
 Sampler::Sampler(const Model & model, const SamplingOptions & o, const std::string & grammar, bool penalties) :
     vocab_(model.vocab()), greedy_(o.temperature <= 0.0f) {
-    if (!grammar.empty()) constraint_ = std::make_unique<grammar::Constraint>(model.vocab_index(), grammar);
+    if (!grammar.empty()) constraint_ = std::make_unique<GrammarConstraint>(model.vocab_index(), grammar);
     const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
     for (const auto & [token, bias] : o.logit_bias) {
         if (token < 0 || token >= n_vocab) {

@@ -5,10 +5,10 @@
 // distribution rather than a token, so speculative verification can compare it with a
 // draft's; drawing from it uses the request's own seeded generator.
 #include "core/options.h"
+#include "engine/grammar_constraint.h"
 #include "engine/llama_handles.h"
 #include "engine/mirostat.h"
 #include "engine/model.h"
-#include "grammar/constraint.h"
 #include "spec/token_dist.h"
 
 #include <memory>
@@ -45,14 +45,14 @@ class Sampler {
     // Time spent in the grammar by this sampler so far (checks, masks, accepts).
     int64_t grammar_ns() const { return grammar_ns_; }
     // The grammar's current state; null when unconstrained.
-    const grammar::Constraint * constraint() const { return constraint_.get(); }
+    const GrammarConstraint * constraint() const { return constraint_.get(); }
     // Replaces the grammar (a draft model samples under a copy of the target's state).
-    void set_constraint(std::unique_ptr<grammar::Constraint> c) { constraint_ = std::move(c); }
+    void set_constraint(std::unique_ptr<GrammarConstraint> c) { constraint_ = std::move(c); }
 
   private:
     const llama_vocab *                  vocab_;
     bool                                 greedy_;
-    std::unique_ptr<grammar::Constraint> constraint_;
+    std::unique_ptr<GrammarConstraint> constraint_;
     sampler_ptr                          penalties_; // null: no penalties
     sampler_ptr                          chain_;     // top-k ... temperature; null when greedy
     int32_t                              top_k_ = 0;

@@ -49,16 +49,14 @@ const Ranges k_space = {{0x09, 0x0D}, {0x20, 0x20}, {0xA0, 0xA0}, {0x1680, 0x168
 const Ranges k_dot = complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}});
 
 
-// The input comes from a parsed JSON document, so it is valid UTF-8.
-std::vector<uint32_t> decode_utf8(std::string_view s) {
+// The input comes from a parsed JSON document, so it is valid UTF-8 (a byte that is not
+// would stand for itself).
+std::vector<uint32_t> code_points(std::string_view s) {
     std::vector<uint32_t> out;
     for (size_t i = 0; i < s.size();) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        int        n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-        uint32_t   v = n == 1 ? c : c & (0x3F >> (n - 1));
-        for (int k = 1; k < n && i + k < s.size(); ++k) v = (v << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-        out.push_back(v);
-        i += n;
+        const Utf8Char c = decode_utf8(s.substr(i));
+        out.push_back(c.len ? c.cp : static_cast<unsigned char>(s[i]));
+        i += c.len ? c.len : 1;
     }
     return out;
 }
@@ -83,7 +81,7 @@ struct Frag {
 class Parser {
   public:
     Parser(std::string_view pattern, GbnfRules & rules, const std::string & hint, const RegexLimits & lim) :
-        cps_(decode_utf8(pattern)), rules_(rules), hint_(hint), lim_(lim) {}
+        cps_(code_points(pattern)), rules_(rules), hint_(hint), lim_(lim) {}
 
     RegexGbnf run() {
         std::vector<Frag> alts;

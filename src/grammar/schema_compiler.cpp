@@ -3,6 +3,7 @@
 #include "grammar/schema_compiler.h"
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "grammar/numeric_range.h"
 #include "grammar/regex_to_gbnf.h"
 #include "grammar/schema_compiler_impl.h"
@@ -68,8 +69,7 @@ bool is_assertion(const std::string & key) { return !k_annotations.count(key); }
 std::vector<std::string> utf8_units(const std::string & s) {
     std::vector<std::string> out;
     for (size_t i = 0; i < s.size();) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        const size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        const size_t n = std::max<size_t>(decode_utf8(std::string_view(s).substr(i)).len, 1);
         out.push_back(s.substr(i, n));
         i += n;
     }

@@ -2,6 +2,7 @@
 // (additionalProperties) after them and never repeating a declared one.
 #include "grammar/schema_compiler_impl.h"
 
+#include "core/utf8.h"
 #include "grammar/regex_to_gbnf.h"
 
 #include <algorithm>
@@ -143,13 +144,6 @@ std::string Compiler::other_key_node(const Trie & t, size_t n, const std::string
     return g_.add(name, strip_group(gbnf_alt(alts)));
 }
 
-uint32_t Compiler::first_codepoint(const std::string & u) {
-    const auto c = static_cast<unsigned char>(u[0]);
-    if (c < 0x80) return c;
-    const int n = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    uint32_t  v = c & (0x3F >> (n - 1));
-    for (int k = 1; k < n; ++k) v = (v << 6) | (static_cast<unsigned char>(u[k]) & 0x3F);
-    return v;
-}
+uint32_t Compiler::first_codepoint(const std::string & u) { return decode_utf8(u).cp; }
 
 } // namespace specd::grammar::schema

@@ -1,18 +1,12 @@
 #pragma once
-// Content digests ("sha256:<64 hex>") and a streaming SHA-256 (OpenSSL's EVP, which uses the
-// CPU's SHA extensions or vectorised code: several times faster than portable C++ on the
-// multi-gigabyte blobs that create, pull and push hash).
+// Content digests ("sha256:<64 hex>"), as blob names; the hashing is core/sha256.h.
 // A digest names a blob file, so it is validated before it is ever joined to a path: the
 // missing check behind two of Ollama's path-traversal CVEs.
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <memory>
+#include "core/sha256.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
-
-struct evp_md_ctx_st; // OpenSSL's EVP_MD_CTX, kept out of this header
 
 namespace specd::models {
 
@@ -24,38 +18,5 @@ std::optional<std::string> normalize_digest(std::string_view digest);
 
 // The blob's file name, "sha256-<lowercase hex>", or nullopt when the digest is not valid.
 std::optional<std::string> blob_filename(std::string_view digest);
-
-class Sha256 {
-  public:
-    Sha256();
-    // A copy continues from the same state (a digest of the bytes so far, without ending
-    // the original's stream).
-    Sha256(const Sha256 & other);
-    Sha256 & operator=(const Sha256 & other);
-    Sha256(Sha256 &&) noexcept            = default;
-    Sha256 & operator=(Sha256 &&) noexcept = default;
-    ~Sha256();
-
-    void update(const void * data, size_t size);
-    void update(std::string_view bytes) { update(bytes.data(), bytes.size()); }
-
-    // Ends the stream; the object must be reset() before it is used again.
-    std::array<uint8_t, 32> finish();
-    // finish() as "sha256:<lowercase hex>".
-    std::string finish_digest();
-
-    void reset();
-
-  private:
-    struct CtxFree {
-        void operator()(evp_md_ctx_st * ctx) const;
-    };
-    std::unique_ptr<evp_md_ctx_st, CtxFree> ctx_;
-};
-
-std::string to_hex(const uint8_t * data, size_t size);
-
-// "sha256:<hex>" of a whole buffer.
-std::string sha256_digest(std::string_view bytes);
 
 } // namespace specd::models

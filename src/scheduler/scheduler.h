@@ -2,6 +2,7 @@
 // Routes requests to per-model runners (created on first use), reports what is loaded, and
 // keeps the loaded models within a memory budget: a model that needs room unloads the least
 // recently used idle ones.
+#include "engine/session.h"
 #include "scheduler/runner.h"
 
 #include <map>
@@ -11,6 +12,9 @@
 #include <vector>
 
 namespace specd::scheduler {
+
+// The most sequences one model may decode at once (--parallel, NUM_PARALLEL).
+inline constexpr int k_max_parallel = engine::Session::k_max_parallel;
 
 struct SchedulerConfig {
     size_t    max_queue          = 512;                 // per model, Ollama's default

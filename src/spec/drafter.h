@@ -9,8 +9,8 @@
 #include <span>
 #include <vector>
 
-namespace specd::grammar {
-class Constraint;
+namespace specd::engine {
+class GrammarConstraint;
 }
 
 namespace specd::spec {
@@ -19,7 +19,7 @@ namespace specd::spec {
 struct DraftRequest {
     std::span<const token_id>   history;              // every committed token, the last one included
     int                         k          = 0;       // at most this many tokens
-    const grammar::Constraint * constraint = nullptr; // the grammar's state after `history`; null: none
+    const engine::GrammarConstraint * constraint = nullptr; // the grammar's state after `history`; null: none
     // A drafter that samples (above temperature 0) draws with seeded_draw(q, seed, index):
     // the same noise the target's own draw at that index uses, which couples the two.
     uint64_t                    seed        = 0;

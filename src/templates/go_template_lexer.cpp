@@ -30,24 +30,14 @@ int hex_value(char c) {
 
 // Length of the UTF-8 sequence starting at s[0] and its code point; 1 and the byte for a
 // byte that does not start a valid sequence.
-size_t decode_utf8(std::string_view s, uint32_t & cp) {
-    const auto b0 = static_cast<unsigned char>(s[0]);
-    cp            = b0;
-    if (b0 < 0x80) return 1;
-    size_t   n   = 0;
-    uint32_t min = 0;
-    if ((b0 & 0xE0) == 0xC0) { n = 2; cp = b0 & 0x1F; min = 0x80; }
-    else if ((b0 & 0xF0) == 0xE0) { n = 3; cp = b0 & 0x0F; min = 0x800; }
-    else if ((b0 & 0xF8) == 0xF0) { n = 4; cp = b0 & 0x07; min = 0x10000; }
-    else { cp = b0; return 1; }
-    if (s.size() < n) { cp = b0; return 1; }
-    for (size_t i = 1; i < n; ++i) {
-        const auto b = static_cast<unsigned char>(s[i]);
-        if ((b & 0xC0) != 0x80) { cp = b0; return 1; }
-        cp = (cp << 6) | (b & 0x3F);
+size_t rune_at(std::string_view s, uint32_t & cp) {
+    const Utf8Char c = decode_utf8(s);
+    if (c.len == 0) {
+        cp = static_cast<unsigned char>(s[0]);
+        return 1;
     }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { cp = b0; return 1; }
-    return n;
+    cp = c.cp;
+    return c.len;
 }
 
 std::string quote_char(char c) {
@@ -437,10 +427,10 @@ Token Lexer::lex_char(size_t start) {
         if (e == 'x' || (e >= '0' && e <= '7')) {
             cp = static_cast<unsigned char>(bytes[0]);
         } else {
-            decode_utf8(bytes, cp);
+            rune_at(bytes, cp);
         }
     } else {
-        p += decode_utf8(src_.substr(p), cp);
+        p += rune_at(src_.substr(p), cp);
     }
     if (p >= src_.size() || src_[p] != '\'') fail(start, "malformed character constant");
     pos_ = p + 1;

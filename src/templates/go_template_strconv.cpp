@@ -2,6 +2,7 @@
 // and strconv.Quote (go_quote in go_template_format.h).
 #include "templates/go_template_strconv.h"
 
+#include "core/utf8.h"
 #include "templates/go_template_format.h"
 
 #include <algorithm>
@@ -78,25 +79,9 @@ std::string fmt_f(const Digits & d, int prec) {
 } // namespace
 
 size_t utf8_at(std::string_view s, size_t i, uint32_t & cp) {
-    const auto b0 = static_cast<unsigned char>(s[i]);
-    if (b0 < 0x80) {
-        cp = b0;
-        return 1;
-    }
-    size_t   n   = 0;
-    uint32_t min = 0;
-    if ((b0 & 0xE0) == 0xC0) { n = 2; cp = b0 & 0x1F; min = 0x80; }
-    else if ((b0 & 0xF0) == 0xE0) { n = 3; cp = b0 & 0x0F; min = 0x800; }
-    else if ((b0 & 0xF8) == 0xF0) { n = 4; cp = b0 & 0x07; min = 0x10000; }
-    else return 0;
-    if (i + n > s.size()) return 0;
-    for (size_t k = 1; k < n; ++k) {
-        const auto b = static_cast<unsigned char>(s[i + k]);
-        if ((b & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (b & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return n;
+    const Utf8Char c = decode_utf8(s.substr(i));
+    cp               = c.cp;
+    return c.len;
 }
 
 bool is_printable(uint32_t cp) {

@@ -1,8 +1,8 @@
 #include "vision/image_decode.h"
 
+#include "core/base64.h"
 #include "core/error.h"
-#include "models/digest.h"
-#include "vision/base64.h"
+#include "core/sha256.h"
 
 #include <stb/stb_image.h>
 
@@ -266,7 +266,12 @@ const char * image_format_name(ImageFormat format) {
     return "?";
 }
 
-void StbiFree::operator()(uint8_t * pixels) const { stbi_image_free(pixels); }
+namespace {
+
+// stb_image's allocations go back through stbi_image_free.
+void stbi_free(uint8_t * pixels) { stbi_image_free(pixels); }
+
+} // namespace
 
 ImageHeader probe_image(std::span<const uint8_t> bytes, size_t index) {
     if (bytes.empty()) {
@@ -344,8 +349,9 @@ DecodedImage decode_image(std::span<const uint8_t> bytes, const ImageLimits & li
 
     DecodedImage image;
     int channels_in_file = 0;
-    image.pixels.reset(stbi_load_from_memory(bytes.data(), int(bytes.size()), &image.width, &image.height,
-                                             &channels_in_file, 3));
+    image.pixels = PixelBuffer(stbi_load_from_memory(bytes.data(), int(bytes.size()), &image.width, &image.height,
+                                                     &channels_in_file, 3),
+                               stbi_free);
     if (!image.pixels) {
         const char * reason = stbi_failure_reason();
         throw bad_request(image_name(index) + " could not be decoded: " + (reason ? reason : "unknown error"));
@@ -374,11 +380,11 @@ std::string image_identity(int width, int height, std::span<const uint8_t> rgb) 
         size[i]     = uint8_t(uint32_t(width) >> (8 * i));
         size[4 + i] = uint8_t(uint32_t(height) >> (8 * i));
     }
-    models::Sha256 sha;
+    Sha256 sha;
     sha.update(size, sizeof size);
     sha.update(rgb.data(), rgb.size());
     const auto hash = sha.finish();
-    return models::to_hex(hash.data(), hash.size());
+    return to_hex(hash.data(), hash.size());
 }
 
 } // namespace specd::vision

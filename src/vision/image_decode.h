@@ -6,11 +6,10 @@
 // `index` in every call is what the error messages call the image ("image 2 ..."): the
 // caller's numbering of the images in its request. Every rejection is a
 // specd::Error(bad_request) whose message names the problem and, for a limit, its name.
-#include "vision/image_limits.h"
+#include "core/image.h"
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,21 +32,6 @@ struct ImageHeader {
     int         channels = 0; // in the file: 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA; 0 unknown
 };
 
-// stb_image's allocations go back through stbi_image_free.
-struct StbiFree {
-    void operator()(uint8_t * pixels) const;
-};
-using StbiPixels = std::unique_ptr<uint8_t[], StbiFree>;
-
-struct DecodedImage {
-    int         width  = 0;
-    int         height = 0;
-    StbiPixels  pixels;   // (height, width, 3) 8-bit RGB, rows top to bottom
-    std::string identity; // image_identity of the pixels
-
-    std::span<const uint8_t> rgb() const { return {pixels.get(), size_t(width) * size_t(height) * 3}; }
-};
-
 // Format, size and channels from the header alone; nothing is decoded or allocated. Throws
 // for an empty file, one in no format stb_image reads, or a header with no size to read.
 ImageHeader probe_image(std::span<const uint8_t> bytes, size_t index);
@@ -62,7 +46,7 @@ void check_image_header(const ImageHeader & header, const ImageLimits & limits, 
 // must be the one the header declared.
 DecodedImage decode_image(std::span<const uint8_t> bytes, const ImageLimits & limits, size_t index);
 
-// An image as Ollama's `images` field carries it: base64 (see vision/base64.h), its decoded
+// An image as Ollama's `images` field carries it: base64 (see core/base64.h), its decoded
 // size checked against max_bytes before the decode allocates anything.
 std::vector<uint8_t> image_bytes_from_base64(std::string_view text, const ImageLimits & limits, size_t index);
 

@@ -7,10 +7,9 @@
 // text, and a clone. Prints one JSON object with the mean microseconds of each (and the vocabulary size,
 // grammar size, positions). A benchmark tool: numbers, no pass/fail.
 #include "engine/backend.h"
+#include "engine/grammar_constraint.h"
 #include "engine/llama_handles.h"
-#include "grammar/constraint.h"
 #include "grammar/json_schema.h"
-#include "grammar/vocab_index.h"
 
 #include <nlohmann/json.hpp>
 
@@ -68,11 +67,11 @@ int main(int argc, char ** argv) {
         const std::string gbnf   = grammar::schema_to_grammar(read_file(argv[2]));
         const std::string answer = nlohmann::ordered_json::parse(read_file(argv[3])).dump(); // compact, keys in order
         const double      t0     = now_us();
-        const grammar::VocabIndex index(vocab);
+        const engine::VocabIndex index(vocab);
         const double      index_us = now_us() - t0;
         const auto        tokens   = index.tokenize_greedy(answer);
 
-        grammar::Constraint c(index, gbnf);
+        engine::GrammarConstraint c(index, gbnf);
         if (const size_t n = c.legal_prefix(tokens); n != tokens.size()) {
             std::string prefix;
             for (size_t i = 0; i <= n; ++i) {
@@ -130,7 +129,7 @@ int main(int argc, char ** argv) {
         // The full masks in a walk of their own: each one allocates per candidate inside
         // llama.cpp, and interleaved with the other operations it slowed them down several
         // times over (measured on the 151k vocabulary), which the decode loop never sees.
-        grammar::Constraint m(index, gbnf);
+        engine::GrammarConstraint m(index, gbnf);
         for (const llama_token token : tokens) {
             for (llama_token id = 0; id < n_vocab; ++id) cur[size_t(id)] = {id, 0.0f, 0.0f};
             llama_token_data_array arr{cur.data(), cur.size(), -1, false};

@@ -3,8 +3,8 @@
 // drafting together costs one decode per draft position for all of them, not one per
 // sequence and position.
 #include "engine/draft_model.h"
+#include "engine/grammar_constraint.h"
 #include "fixtures.h"
-#include "grammar/constraint.h"
 #include "grammar/json_schema.h"
 
 #include <gtest/gtest.h>
@@ -110,7 +110,7 @@ TEST(DraftModel, DraftingTogetherTakesOneDecodePerPosition) {
 
 TEST(DraftModel, EachSequenceDraftsUnderItsOwnGrammar) {
     auto                            target = fixtures::shared_model("pair-target.gguf");
-    const grammar::Constraint       json(target->vocab_index(), grammar::json_object_grammar());
+    const GrammarConstraint      json(target->vocab_index(), grammar::json_object_grammar());
     Drafts                          d(2);
     const std::vector<llama_token>  h0 = tokens("Give me JSON"), h1 = tokens("Give me text");
     std::vector<DraftJob>           jobs{{.draft = d.seqs[0].get(), .req = {.history = h0, .k = 6, .constraint = &json}},

@@ -1,5 +1,6 @@
 // Pooled embeddings on the tiny fixture model: deterministic, distinct per input, and the
 // same for an input alone or packed with others in one batch.
+#include "core/embedding.h"
 #include "core/error.h"
 #include "engine/embedder.h"
 #include "fixtures.h"

@@ -3,9 +3,8 @@
 // prompt lookup cut by it. Answers must be the ones decoding without any drafts gives.
 #include "core/error.h"
 #include "engine/forced_speller.h"
+#include "engine/grammar_constraint.h"
 #include "engine/session.h"
-#include "grammar/constraint.h"
-#include "grammar/vocab_index.h"
 #include "fixtures.h"
 
 #include <gtest/gtest.h>
@@ -16,8 +15,7 @@
 
 using namespace specd;
 using namespace specd::engine;
-using grammar::Constraint;
-using grammar::VocabIndex;
+using Constraint = GrammarConstraint;
 
 namespace {
 

@@ -1,8 +1,8 @@
 // Logprobs are the target's log-softmax at the position each token was chosen: the same
 // with speculation on (tokens accepted from drafts, prompt lookup or grammar-forced text
 // are read from the verify batch) as with it off, up to batch-shape rounding.
+#include "core/utf8.h"
 #include "engine/session.h"
-#include "engine/utf8_stream.h"
 #include "fixtures.h"
 
 #include <gtest/gtest.h>

@@ -1,10 +1,10 @@
 // The generation loop on a real (tiny, random-weight) model: determinism, the prefix reuse of
 // the KV cache, stop strings, truncation, context shift, seeds, UTF-8, grammar, cancellation.
 #include "core/error.h"
+#include "core/utf8.h"
 #include "engine/chat_template.h"
 #include "engine/prompt_builder.h"
 #include "engine/session.h"
-#include "engine/utf8_stream.h"
 #include "fixtures.h"
 #include "grammar/json_schema.h"
 

@@ -3,12 +3,12 @@
 // different one is evaluated from where it starts, and speculation stays exact with images
 // in the history (prompt lookup never proposes an image position; the draft model, which has
 // no projector, sees a filler token there).
+#include "../engine/fixtures.h"
 #include "cache/prompt_cache.h"
 #include "core/error.h"
 #include "engine/projector.h"
 #include "engine/session.h"
 #include "vision/image_decode.h"
-#include "../engine/fixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -39,7 +39,7 @@ std::vector<uint8_t> bmp(int w, int h, int seed) {
 }
 
 ImagePtr image(int seed, int w = 48, int h = 40) {
-    return std::make_shared<const vision::DecodedImage>(vision::decode_image(bmp(w, h, seed), {}, 1));
+    return std::make_shared<const DecodedImage>(vision::decode_image(bmp(w, h, seed), {}, 1));
 }
 
 GenerateOptions greedy(int n, std::optional<int> fixed_k = std::nullopt) {

@@ -1,6 +1,7 @@
 #include "api/ollama_request.h"
 
 #include "core/error.h"
+#include "prepare/options.h"
 
 #include <gtest/gtest.h>
 
@@ -8,13 +9,14 @@
 
 using namespace specd;
 using namespace specd::api;
+using namespace specd::prepare;
 
 namespace {
 
 // apply_options for the tests that do not look at its warnings.
 void apply_options(const models::Parameters & model, const json & options, GenerateRequest & r) {
     std::vector<std::string> warnings;
-    api::apply_options(model, options, r, warnings);
+    prepare::apply_options(model, options, r, warnings);
 }
 
 // The message of the bad_request that `fn` throws ("" when it does not throw one).
@@ -232,7 +234,7 @@ TEST(JsonInput, RejectsHostileBodies) {
 TEST(OllamaRequest, UnknownOptionsAreIgnoredWithAWarning) {
     GenerateRequest          r;
     std::vector<std::string> warnings;
-    api::apply_options({}, json{{"num_gqa", 8}, {"temperature", 0.5}, {"tfs_z", 0.9}, {"penalize_newline", true},
+    prepare::apply_options({}, json{{"num_gqa", 8}, {"temperature", 0.5}, {"tfs_z", 0.9}, {"penalize_newline", true},
                                 {"top_k", nullptr}, {"weird\nkey", 1}},
                        r, warnings);
     EXPECT_EQ(r.generate.sampling.temperature, 0.5f);
@@ -246,7 +248,7 @@ TEST(OllamaRequest, UnknownOptionsAreIgnoredWithAWarning) {
 
     // The values that change nothing need no warning.
     std::vector<std::string> none;
-    api::apply_options({}, json{{"tfs_z", 1}, {"penalize_newline", false}, {"mirostat", 0}}, r, none);
+    prepare::apply_options({}, json{{"tfs_z", 1}, {"penalize_newline", false}, {"mirostat", 0}}, r, none);
     EXPECT_TRUE(none.empty());
 }
 

@@ -2,8 +2,9 @@
 // ParamError naming its field (table-driven).
 #include "api/openai_request.h"
 
+#include "core/base64.h"
 #include "core/error.h"
-#include "vision/base64.h"
+#include "prepare/options.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 
 using namespace specd;
 using namespace specd::api;
+using namespace specd::prepare;
 
 namespace {
 
@@ -24,7 +26,7 @@ std::string bmp_data_url(int w, int h) {
     le32(size), le32(0), le32(54);
     le32(40), le32(uint32_t(w)), le32(uint32_t(h)), le16(1), le16(24), le32(0), le32(uint32_t(row * h)), le32(0), le32(0), le32(0), le32(0);
     b.resize(size, 0x80);
-    return "data:image/bmp;base64," + vision::encode_base64(b);
+    return "data:image/bmp;base64," + encode_base64(b);
 }
 
 json user(json content) { return {{"role", "user"}, {"content", std::move(content)}}; }

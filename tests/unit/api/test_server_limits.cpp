@@ -91,11 +91,12 @@ class ServerLimits : public ::testing::Test {
     static void SetUpTestSuite() {
         dir_ = std::filesystem::temp_directory_path() / ("specd-limits-" + std::to_string(getpid()));
         specd::api::ServerConfig cfg;
-        cfg.port           = free_port();
-        cfg.models_dir     = dir_;
+        cfg.port            = free_port();
         cfg.limits.max_body = k_limit;
-        port_              = cfg.port;
-        server_            = new specd::api::Server(cfg);
+        port_               = cfg.port;
+        store_              = new specd::models::Store(dir_);
+        scheduler_          = new specd::scheduler::Scheduler({}, nullptr);
+        server_             = new specd::api::Server(cfg, {*store_, *scheduler_, [] { return specd::memory::PromptCacheStats{}; }});
         server_->bind();
         thread_ = new std::thread([] { server_->listen(); });
         for (int i = 0; i < 200 && round_trip(port_, get("/api/version")).status != 200; ++i) {
@@ -108,6 +109,8 @@ class ServerLimits : public ::testing::Test {
         thread_->join();
         delete thread_;
         delete server_;
+        delete scheduler_;
+        delete store_;
         std::filesystem::remove_all(dir_);
     }
 
@@ -145,7 +148,9 @@ class ServerLimits : public ::testing::Test {
 
     static inline std::filesystem::path     dir_;
     static inline int                       port_   = 0;
-    static inline specd::api::Server *      server_ = nullptr;
+    static inline specd::models::Store *        store_     = nullptr;
+    static inline specd::scheduler::Scheduler * scheduler_ = nullptr;
+    static inline specd::api::Server *          server_    = nullptr;
     static inline std::thread *             thread_ = nullptr;
 };
 

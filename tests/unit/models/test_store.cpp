@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+using namespace specd;
 using namespace specd::models;
 namespace fs = std::filesystem;
 using specd::ErrorKind;

@@ -1,7 +1,7 @@
 #include "vision/image_decode.h"
 
+#include "core/base64.h"
 #include "core/error.h"
-#include "vision/base64.h"
 
 #include <gtest/gtest.h>
 
