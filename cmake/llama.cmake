@@ -1,5 +1,7 @@
-# Provides the interface target `specd::llama`: libllama, ggml (CPU), llama-common, mtmd and
-# the cpp-httplib / nlohmann-json copies vendored in the same llama.cpp tree.
+# Provides the interface targets `specd::llama` (libllama, ggml (CPU), llama-common, mtmd:
+# linked by specd_engine alone), and `specd::json` (nlohmann-json, header-only) and
+# `specd::httplib` (cpp-httplib with OpenSSL): the copies vendored in the same llama.cpp tree,
+# for the modules that read JSON or make HTTP requests.
 #
 # Two ways in:
 #   -DSPECD_LLAMA_DIR=/path/to/llama.cpp   build a user's own checkout as a subproject.
@@ -18,6 +20,10 @@ find_package(Threads REQUIRED)
 find_package(OpenSSL 3 REQUIRED)
 add_library(specd_llama INTERFACE)
 add_library(specd::llama ALIAS specd_llama)
+add_library(specd_json INTERFACE)
+add_library(specd::json ALIAS specd_json)
+add_library(specd_httplib INTERFACE)
+add_library(specd::httplib ALIAS specd_httplib)
 
 if(SPECD_LLAMA_DIR)
   set(LLAMA_BUILD_COMMON ON CACHE BOOL "" FORCE)
@@ -36,6 +42,9 @@ if(SPECD_LLAMA_DIR)
   target_link_libraries(specd_llama INTERFACE llama-common mtmd cpp-httplib llama ggml)
   target_include_directories(specd_llama INTERFACE
     ${SPECD_LLAMA_DIR}/tools/mtmd ${SPECD_LLAMA_DIR}/vendor ${SPECD_LLAMA_DIR}/vendor/cpp-httplib)
+  target_include_directories(specd_json SYSTEM INTERFACE ${SPECD_LLAMA_DIR}/vendor)
+  target_link_libraries(specd_httplib INTERFACE cpp-httplib)
+  target_include_directories(specd_httplib SYSTEM INTERFACE ${SPECD_LLAMA_DIR}/vendor/cpp-httplib)
   set(SPECD_LLAMA_MODELS ${SPECD_LLAMA_DIR}/models)
   return()
 endif()
@@ -88,9 +97,11 @@ if(NOT EXISTS ${_p}/.specd-ok)
   message(FATAL_ERROR "${_p} is not a complete llama.cpp prefix; run scripts/llama.sh build")
 endif()
 
-# Static archives in link order: dependants before dependencies.
-set(_libs llama-common llama-common-base mtmd cpp-httplib llama ggml ggml-cpu ggml-base vendor-hash)
-foreach(lib ${_libs})
+# Static archives in link order: dependants before dependencies. cpp-httplib is a target of
+# its own (specd::httplib, after the group: llama-common's downloads use it too), so that a
+# module linking only it gets OpenSSL after it on the link line.
+set(_libs llama-common llama-common-base mtmd llama ggml ggml-cpu ggml-base vendor-hash)
+foreach(lib ${_libs} cpp-httplib)
   add_library(specd_llama_${lib} STATIC IMPORTED)
   set_target_properties(specd_llama_${lib} PROPERTIES IMPORTED_LOCATION ${_p}/lib/lib${lib}.a)
 endforeach()
@@ -98,7 +109,7 @@ list(TRANSFORM _libs PREPEND specd_llama_)
 # The archives reference each other in both directions (ggml <-> ggml-cpu); a link group
 # resolves that without listing them twice.
 target_link_libraries(specd_llama INTERFACE
-  "$<LINK_GROUP:RESCAN,${_libs}>" OpenSSL::SSL OpenSSL::Crypto Threads::Threads ${CMAKE_DL_LIBS})
+  "$<LINK_GROUP:RESCAN,${_libs}>" specd_httplib Threads::Threads ${CMAKE_DL_LIBS})
 if(_openmp)
   find_package(OpenMP REQUIRED)
   target_link_libraries(specd_llama INTERFACE OpenMP::OpenMP_CXX)
@@ -106,4 +117,8 @@ endif()
 target_compile_definitions(specd_llama INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT)
 target_include_directories(specd_llama SYSTEM INTERFACE
   ${_p}/include ${_p}/include/common ${_p}/include/mtmd ${_p}/vendor ${_p}/vendor/cpp-httplib)
+target_include_directories(specd_json SYSTEM INTERFACE ${_p}/vendor)
+target_link_libraries(specd_httplib INTERFACE specd_llama_cpp-httplib OpenSSL::SSL OpenSSL::Crypto Threads::Threads)
+target_compile_definitions(specd_httplib INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT)
+target_include_directories(specd_httplib SYSTEM INTERFACE ${_p}/vendor/cpp-httplib)
 set(SPECD_LLAMA_MODELS ${_p}/models)

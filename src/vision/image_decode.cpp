@@ -3,8 +3,7 @@
 #include "core/base64.h"
 #include "core/error.h"
 #include "core/sha256.h"
-
-#include <stb/stb_image.h>
+#include "engine/stb_image.h"
 
 #include <algorithm>
 #include <climits>
@@ -230,9 +229,8 @@ void check_png_inflated_size(std::span<const uint8_t> b, const ImageHeader & hea
     }
     const auto out = std::make_unique_for_overwrite<char[]>(room);
     const auto * in = reinterpret_cast<const char *>(idat.data());
-    const int n = iphone ? stbi_zlib_decode_noheader_buffer(out.get(), int(room), in, int(idat.size()))
-                         : stbi_zlib_decode_buffer(out.get(), int(room), in, int(idat.size()));
-    const char * reason = stbi_failure_reason();
+    const int    n      = engine::stb::inflate({out.get(), size_t(room)}, {in, idat.size()}, !iphone);
+    const char * reason = engine::stb::failure_reason();
     if (n < 0 && reason && std::string_view(reason) == "output buffer limit") {
         throw bad_request(image_name(index) + "'s compressed pixel data inflates to more than its " +
                           std::to_string(header.width) + "x" + std::to_string(header.height) + " pixels take");
@@ -266,12 +264,6 @@ const char * image_format_name(ImageFormat format) {
     return "?";
 }
 
-namespace {
-
-// stb_image's allocations go back through stbi_image_free.
-void stbi_free(uint8_t * pixels) { stbi_image_free(pixels); }
-
-} // namespace
 
 ImageHeader probe_image(std::span<const uint8_t> bytes, size_t index) {
     if (bytes.empty()) {
@@ -283,7 +275,7 @@ ImageHeader probe_image(std::span<const uint8_t> bytes, size_t index) {
     }
     const std::optional<ImageFormat> sniffed = sniff_format(bytes);
     int width = 0, height = 0, channels = 0;
-    if (stbi_info_from_memory(bytes.data(), int(bytes.size()), &width, &height, &channels)) {
+    if (engine::stb::info(bytes, width, height, channels)) {
         if (width <= 0 || height <= 0) { // PSD sizes are 32-bit unsigned; stb reads an int
             throw bad_request(image_name(index) + " declares a size of " + std::to_string(width) + "x" +
                               std::to_string(height) + ", which no image has");
@@ -348,12 +340,9 @@ DecodedImage decode_image(std::span<const uint8_t> bytes, const ImageLimits & li
     }
 
     DecodedImage image;
-    int channels_in_file = 0;
-    image.pixels = PixelBuffer(stbi_load_from_memory(bytes.data(), int(bytes.size()), &image.width, &image.height,
-                                                     &channels_in_file, 3),
-                               stbi_free);
+    image.pixels = engine::stb::load_rgb(bytes, image.width, image.height);
     if (!image.pixels) {
-        const char * reason = stbi_failure_reason();
+        const char * reason = engine::stb::failure_reason();
         throw bad_request(image_name(index) + " could not be decoded: " + (reason ? reason : "unknown error"));
     }
     if (uint32_t(image.width) != header.width || uint32_t(image.height) != header.height) {

@@ -1,0 +1,3 @@
+#pragma once
+// A header the include check must refuse in grammar/: only engine/ uses llama.cpp.
+#include <llama.h>
