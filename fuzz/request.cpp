@@ -10,10 +10,13 @@
 #include "core/json_input.h"
 #include "models/model_name.h"
 #include "models/parameters.h"
+#include "prepare/options.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 using namespace specd;
 
@@ -24,7 +27,8 @@ void decode(const json & body, bool chat) {
         api::DecodedRequest d = chat ? api::decode_chat(body) : api::decode_generate(body);
         models::parse_or_throw(d.model);
         d.request.context.num_ctx = 4096; // the server's default, set before the options apply
-        api::apply_options(models::Parameters{}, d.options, d.request);
+        std::vector<std::string> warnings;
+        prepare::apply_options(models::Parameters{}, d.options, d.request, warnings);
     } catch (const Error & e) {
         if (e.kind() != ErrorKind::bad_request) __builtin_trap();
     }
@@ -41,7 +45,8 @@ void decode_openai(const json & body, bool chat) {
     }
     r.decoded.request.context.num_ctx = 4096;
     try {
-        api::apply_options(models::Parameters{}, r.decoded.options, r.decoded.request);
+        std::vector<std::string> warnings;
+        prepare::apply_options(models::Parameters{}, r.decoded.options, r.decoded.request, warnings);
     } catch (const Error &) {
         __builtin_trap();
     }

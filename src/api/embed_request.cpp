@@ -89,13 +89,13 @@ EmbedRequest decode_embed(const json & body) {
     EmbedRequest r;
     r.endpoint = EmbedEndpoint::embed;
     r.model    = model_name(body);
-    EmbedSpec spec;
-    spec.inputs = read_inputs(body, "input", false);
-    if (auto t = opt_bool(body, "truncate")) spec.truncate = *t;
+    EmbedInput input;
+    input.inputs = read_inputs(body, "input", false);
+    if (auto t = opt_bool(body, "truncate")) input.truncate = *t;
     r.dimensions = read_dimensions(body, false);
     read_common(body, r);
-    r.request.load_only = spec.inputs.empty();
-    r.request.embed     = std::move(spec);
+    r.request.load_only = input.inputs.empty();
+    r.request.embed     = std::move(input);
     return r;
 }
 
@@ -103,11 +103,11 @@ EmbedRequest decode_embeddings_legacy(const json & body) {
     EmbedRequest r;
     r.endpoint = EmbedEndpoint::embeddings_legacy;
     r.model    = model_name(body);
-    EmbedSpec spec;
-    if (auto p = opt_string(body, "prompt"); p && !p->empty()) spec.inputs.push_back(*p);
+    EmbedInput input;
+    if (auto p = opt_string(body, "prompt"); p && !p->empty()) input.inputs.push_back(*p);
     read_common(body, r);
-    r.request.load_only = spec.inputs.empty(); // as Ollama: an empty prompt loads the model
-    r.request.embed     = std::move(spec);
+    r.request.load_only = input.inputs.empty(); // as Ollama: an empty prompt loads the model
+    r.request.embed     = std::move(input);
     return r;
 }
 
@@ -119,8 +119,8 @@ EmbedRequest decode_openai_embed(const json & body) {
         throw ParamError("model", "model is required");
     }
     r.model = model->get<std::string>();
-    EmbedSpec spec;
-    spec.inputs  = read_inputs(body, "input", true);
+    EmbedInput input;
+    input.inputs  = read_inputs(body, "input", true);
     r.dimensions = read_dimensions(body, true);
     if (auto it = body.find("encoding_format"); it != body.end() && !it->is_null()) {
         if (!it->is_string() || (*it != "float" && *it != "base64")) {
@@ -129,8 +129,8 @@ EmbedRequest decode_openai_embed(const json & body) {
         r.base64 = *it == "base64";
     }
     r.options           = json::object();
-    r.request.load_only = spec.inputs.empty();
-    r.request.embed     = std::move(spec);
+    r.request.load_only = input.inputs.empty();
+    r.request.embed     = std::move(input);
     return r;
 }
 
@@ -149,7 +149,7 @@ std::vector<float> shape_embedding(std::vector<float> v, std::optional<int32_t> 
 json embed_answer_json(const EmbedRequest & r, scheduler::DoneInfo done) {
     const bool normalize = r.endpoint != EmbedEndpoint::embeddings_legacy; // Ollama's legacy endpoint does not
     for (auto & v : done.embeddings) v = shape_embedding(std::move(v), r.dimensions, normalize);
-    const int32_t tokens = done.stats.prompt_eval_count;
+    const int32_t tokens = done.result.stats.prompt_eval_count;
     switch (r.endpoint) {
         case EmbedEndpoint::embed: {
             json embeddings = json::array();

@@ -55,7 +55,7 @@ int32_t decode_logprobs(const json & body) {
 }
 
 // The `images` arrays of a request: (where, array) pairs, in request order.
-std::vector<std::pair<std::string, const json *>> image_arrays(const json & body, PromptSpec::Kind kind) {
+std::vector<std::pair<std::string, const json *>> image_arrays(const json & body, PromptInput::Kind kind) {
     std::vector<std::pair<std::string, const json *>> out;
     const auto add = [&](const json & holder, const std::string & where) {
         auto it = holder.find("images");
@@ -63,7 +63,7 @@ std::vector<std::pair<std::string, const json *>> image_arrays(const json & body
         if (!it->is_array()) throw bad_request(where + "images must be an array of base64 strings");
         out.emplace_back(where + "images", &*it);
     };
-    if (kind == PromptSpec::Kind::generate) {
+    if (kind == PromptInput::Kind::generate) {
         add(body, "");
     } else if (auto ms = body.find("messages"); ms != body.end() && ms->is_array()) {
         for (size_t i = 0; i < ms->size(); ++i) {
@@ -75,7 +75,7 @@ std::vector<std::pair<std::string, const json *>> image_arrays(const json & body
 
 // Decodes every image of the request, in order, after checking how many there are: the
 // count, each one's encoded size and its header are all checked before anything is decoded.
-std::vector<std::vector<ImagePtr>> decode_images(const json & body, PromptSpec::Kind kind,
+std::vector<std::vector<ImagePtr>> decode_images(const json & body, PromptInput::Kind kind,
                                                  const ImageLimits & limits) {
     const auto arrays = image_arrays(body, kind);
     size_t     total  = 0;
@@ -94,7 +94,7 @@ std::vector<std::vector<ImagePtr>> decode_images(const json & body, PromptSpec::
     return out;
 }
 
-void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind) {
+void decode_common(const json & body, DecodedRequest & d, PromptInput::Kind kind) {
     d.model = require_string(body, "model");
     d.stream = opt_bool(body, "stream").value_or(true);
     GenerateRequest & r = d.request;
@@ -129,9 +129,9 @@ void decode_common(const json & body, DecodedRequest & d, PromptSpec::Kind kind)
 
 DecodedRequest decode_generate(const json & body, const ImageLimits & limits) {
     DecodedRequest d;
-    decode_common(body, d, PromptSpec::Kind::generate);
-    PromptSpec & p = d.request.prompt;
-    if (auto images = decode_images(body, PromptSpec::Kind::generate, limits); !images.empty()) p.images = std::move(images[0]);
+    decode_common(body, d, PromptInput::Kind::generate);
+    PromptInput & p = d.request.prompt;
+    if (auto images = decode_images(body, PromptInput::Kind::generate, limits); !images.empty()) p.images = std::move(images[0]);
     p.prompt = opt_string(body, "prompt").value_or("");
     p.system = opt_string(body, "system").value_or("");
     p.suffix = opt_string(body, "suffix").value_or("");
@@ -154,8 +154,8 @@ DecodedRequest decode_generate(const json & body, const ImageLimits & limits) {
 
 DecodedRequest decode_chat(const json & body, const ImageLimits & limits) {
     DecodedRequest d;
-    decode_common(body, d, PromptSpec::Kind::chat);
-    PromptSpec & p = d.request.prompt;
+    decode_common(body, d, PromptInput::Kind::chat);
+    PromptInput & p = d.request.prompt;
     if (auto it = body.find("messages"); it != body.end() && !it->is_null()) {
         if (!it->is_array()) throw bad_request("messages must be an array");
         size_t i = 0;
@@ -180,7 +180,7 @@ DecodedRequest decode_chat(const json & body, const ImageLimits & limits) {
     }
     if (auto it = body.find("tools"); it != body.end()) p.tools = decode_tools(*it);
     // The messages were all checked above: attach each one's images.
-    auto   images = decode_images(body, PromptSpec::Kind::chat, limits);
+    auto   images = decode_images(body, PromptInput::Kind::chat, limits);
     size_t next   = 0;
     for (size_t i = 0; i < p.messages.size(); ++i) {
         const auto & m = (*body.find("messages"))[i];

@@ -29,25 +29,25 @@ json final_chunk(const std::string & model, const scheduler::DoneInfo & d, bool 
                  const std::vector<TokenLogprob> & logprobs) {
     json j = text_chunk(model, whole, chat, logprobs);
     j["done"]        = true;
-    j["done_reason"] = done_reason_name(d.reason);
-    if (!chat && (d.reason == DoneReason::stop || d.reason == DoneReason::length)) j["context"] = d.context;
+    j["done_reason"] = done_reason_name(d.result.reason);
+    if (!chat && (d.result.reason == DoneReason::stop || d.result.reason == DoneReason::length)) j["context"] = d.result.context;
     j["total_duration"]       = d.total_ns;
     j["load_duration"]        = d.load_ns;
-    j["prompt_eval_count"]    = d.stats.prompt_eval_count;
-    j["prompt_eval_duration"] = d.stats.prompt_eval_ns;
-    j["eval_count"]           = d.stats.eval_count;
-    j["eval_duration"]        = d.stats.eval_ns;
-    if (d.stats.image_count > 0) {
+    j["prompt_eval_count"]    = d.result.stats.prompt_eval_count;
+    j["prompt_eval_duration"] = d.result.stats.prompt_eval_ns;
+    j["eval_count"]           = d.result.stats.eval_count;
+    j["eval_duration"]        = d.result.stats.eval_ns;
+    if (d.result.stats.image_count > 0) {
         // Not Ollama's: the images evaluated for this prompt (those reused from the KV or
         // the prompt cache are not), within prompt_eval_count and prompt_eval_duration.
-        j["vision"] = {{"images", d.stats.image_count},
-                       {"image_tokens", d.stats.image_tokens},
-                       {"encode_duration", d.stats.image_encode_ns},
-                       {"decode_duration", d.stats.image_decode_ns}};
+        j["vision"] = {{"images", d.result.stats.image_count},
+                       {"image_tokens", d.result.stats.image_tokens},
+                       {"encode_duration", d.result.stats.image_encode_ns},
+                       {"decode_duration", d.result.stats.image_decode_ns}};
     }
-    if (d.reason == DoneReason::stop || d.reason == DoneReason::length) {
-        j["speculation"] = speculation_json(d.speculation);
-        const auto & g   = d.grammar_drafts;
+    if (d.result.reason == DoneReason::stop || d.result.reason == DoneReason::length) {
+        j["speculation"] = speculation_json(d.result.speculation);
+        const auto & g   = d.result.grammar_drafts;
         auto &       s   = j["speculation"];
         s["forced"]                   = g.forced;
         s["forced_accepted"]          = g.forced_accepted;

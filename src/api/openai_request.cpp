@@ -190,7 +190,7 @@ std::vector<std::pair<int32_t, float>> decode_logit_bias(const json & body) {
     return out;
 }
 
-OpenAIRequest decode_common(const json & body, PromptSpec::Kind kind) {
+OpenAIRequest decode_common(const json & body, PromptInput::Kind kind) {
     OpenAIRequest r;
     DecodedRequest & d = r.decoded;
     const json * model = field(body, "model");
@@ -198,7 +198,7 @@ OpenAIRequest decode_common(const json & body, PromptSpec::Kind kind) {
         throw ParamError("model", "model is required (a string)");
     }
     d.model = model->get<std::string>();
-    reject_unimplemented(body, kind == PromptSpec::Kind::chat);
+    reject_unimplemented(body, kind == PromptInput::Kind::chat);
     if (auto n = opt_integer(body, "n", 1, 128); n && *n != 1) {
         throw ParamError("n", "n must be 1: one choice per request is supported");
     }
@@ -210,7 +210,7 @@ OpenAIRequest decode_common(const json & body, PromptSpec::Kind kind) {
     d.options              = decode_options(body);
     d.request.prompt.kind  = kind;
     decode_response_format(body, d.request.generate, &d.schema_unenforced);
-    d.request.generate.logprobs = decode_logprobs(body, kind == PromptSpec::Kind::chat);
+    d.request.generate.logprobs = decode_logprobs(body, kind == PromptInput::Kind::chat);
     d.request.generate.sampling.logit_bias = decode_logit_bias(body);
     return r;
 }
@@ -277,8 +277,8 @@ std::string decode_content(const json & m, size_t i, std::vector<PendingImage> &
 } // namespace
 
 OpenAIRequest decode_openai_chat(const json & body, const ImageLimits & limits) {
-    OpenAIRequest r      = decode_common(body, PromptSpec::Kind::chat);
-    PromptSpec &  p      = r.decoded.request.prompt;
+    OpenAIRequest r      = decode_common(body, PromptInput::Kind::chat);
+    PromptInput &  p      = r.decoded.request.prompt;
     const json *  ms     = field(body, "messages");
     if (!ms || !ms->is_array() || ms->empty()) throw ParamError("messages", "messages must be a non-empty array");
     std::vector<PendingImage> images;
@@ -390,8 +390,8 @@ OpenAIRequest decode_openai_chat(const json & body, const ImageLimits & limits) 
 }
 
 OpenAIRequest decode_openai_completion(const json & body) {
-    OpenAIRequest r = decode_common(body, PromptSpec::Kind::generate);
-    PromptSpec &  p = r.decoded.request.prompt;
+    OpenAIRequest r = decode_common(body, PromptInput::Kind::generate);
+    PromptInput &  p = r.decoded.request.prompt;
     const json *  prompt = field(body, "prompt");
     if (prompt && prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) prompt = &(*prompt)[0];
     if (!prompt || !prompt->is_string()) {

@@ -70,8 +70,8 @@ std::string openai_id(const std::string & prefix) { return prefix + random_hex()
 int64_t unix_now() { return unix_seconds(std::chrono::system_clock::now()); }
 
 json openai_usage(const scheduler::DoneInfo & done) {
-    const int64_t prompt     = done.stats.prompt_count;
-    const int64_t completion = done.stats.eval_count;
+    const int64_t prompt     = done.result.stats.prompt_count;
+    const int64_t completion = done.result.stats.eval_count;
     return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
 }
 
@@ -125,7 +125,7 @@ json OpenAIWriter::answer_json(const AnswerPart & answer, const scheduler::DoneI
         choice["text"] = answer.content;
     }
     choice["logprobs"]      = logprobs(lps);
-    choice["finish_reason"] = answer.tool_calls.empty() ? openai_finish_reason(done.reason) : "tool_calls";
+    choice["finish_reason"] = answer.tool_calls.empty() ? openai_finish_reason(done.result.reason) : "tool_calls";
     json j = {{"id", id_},
               {"object", endpoint_ == OpenAIEndpoint::chat ? "chat.completion" : "text_completion"},
               {"created", created_},
@@ -171,7 +171,7 @@ std::string OpenAIWriter::chunk_text(const AnswerPart & part, const std::vector<
 }
 
 std::string OpenAIWriter::chunk_done(const scheduler::DoneInfo & done) {
-    json finish = chunk("", calls_sent_ > 0 ? "tool_calls" : openai_finish_reason(done.reason));
+    json finish = chunk("", calls_sent_ > 0 ? "tool_calls" : openai_finish_reason(done.result.reason));
     add_warnings(finish);
     std::string out = sse_event(finish);
     if (include_usage_) {

@@ -9,7 +9,7 @@ namespace specd::api {
 namespace {
 
 json usage_of(const scheduler::DoneInfo & done) {
-    const int64_t in = done.stats.prompt_count, out = done.stats.eval_count;
+    const int64_t in = done.result.stats.prompt_count, out = done.result.stats.eval_count;
     return {{"input_tokens", in},
             {"input_tokens_details", {{"cached_tokens", 0}}},
             {"output_tokens", out},
@@ -55,7 +55,7 @@ json ResponsesWriter::response(const scheduler::DoneInfo * done) const {
     // A message item unless the answer is only tool calls.
     if (!answer_.content.empty() || answer_.tool_calls.empty()) output.push_back(message_item(done ? "completed" : "in_progress"));
     for (size_t i = 0; i < answer_.tool_calls.size(); ++i) output.push_back(call_item(i));
-    const bool cut = done && done->reason == DoneReason::length;
+    const bool cut = done && done->result.reason == DoneReason::length;
     json       r   = {{"id", id_},
                       {"object", "response"},
                       {"created_at", created_},
@@ -165,7 +165,7 @@ std::string ResponsesWriter::chunk_done(const scheduler::DoneInfo & done) {
                      {{"item_id", call_ids_[i]}, {"output_index", index}, {"arguments", item["arguments"]}});
         out += event("response.output_item.done", {{"output_index", index}, {"item", std::move(item)}});
     }
-    const bool cut = done.reason == DoneReason::length;
+    const bool cut = done.result.reason == DoneReason::length;
     out += event(cut ? "response.incomplete" : "response.completed", {{"response", response(&done)}});
     return out;
 }

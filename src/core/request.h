@@ -45,7 +45,7 @@ struct ThinkSetting {
     std::string effort;
 };
 
-struct PromptSpec {
+struct PromptInput {
     enum class Kind { generate, chat };
     Kind                 kind = Kind::generate;
     std::string          prompt;   // generate
@@ -86,19 +86,19 @@ struct ModelFiles {
 using KeepAlive = std::chrono::nanoseconds; // negative: forever
 
 // An embedding request (/api/embed, /api/embeddings, /v1/embeddings): one vector per input.
-struct EmbedSpec {
+struct EmbedInput {
     std::vector<std::string> inputs;
     bool                     truncate = true; // false: an input over the context is an error
 };
 
 struct GenerateRequest {
-    ModelFiles               model;
-    PromptSpec               prompt;
-    ContextOptions           context;
-    GenerateOptions          generate;
-    std::optional<KeepAlive> keep_alive;
-    bool                     load_only = false; // empty prompt: load (or unload) and return
-    std::optional<EmbedSpec> embed;             // set: embed these inputs instead of generating
+    ModelFiles                model;
+    PromptInput               prompt;
+    ContextOptions            context;
+    GenerateOptions           generate;
+    std::optional<KeepAlive>  keep_alive;
+    bool                      load_only = false; // empty prompt: load (or unload) and return
+    std::optional<EmbedInput> embed;             // set: embed these inputs instead of generating
 };
 
 } // namespace specd

@@ -67,17 +67,17 @@ common_chat_templates * init_or_null(const llama_model * model, const std::strin
 
 } // namespace
 
-std::vector<Message> conversation_of(const PromptSpec & spec, const std::string & default_system) {
+std::vector<Message> conversation_of(const PromptInput & input, const std::string & default_system) {
     std::vector<Message> messages;
-    if (spec.kind == PromptSpec::Kind::chat) {
-        const bool has_system = !spec.messages.empty() && spec.messages.front().role == "system";
+    if (input.kind == PromptInput::Kind::chat) {
+        const bool has_system = !input.messages.empty() && input.messages.front().role == "system";
         if (!has_system && !default_system.empty()) messages.push_back(Message{"system", default_system});
-        messages.insert(messages.end(), spec.messages.begin(), spec.messages.end());
+        messages.insert(messages.end(), input.messages.begin(), input.messages.end());
         return messages;
     }
-    const std::string & system = spec.system.empty() ? default_system : spec.system;
+    const std::string & system = input.system.empty() ? default_system : input.system;
     if (!system.empty()) messages.push_back(Message{"system", system});
-    messages.push_back(Message{"user", spec.prompt});
+    messages.push_back(Message{"user", input.prompt});
     return messages;
 }
 

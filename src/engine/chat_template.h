@@ -40,7 +40,7 @@ struct ChatRender {
 
 // The conversation a templated prompt renders: chat's messages, or generate's system and
 // prompt as two turns; `default_system` (the model's SYSTEM) first unless a system message is.
-std::vector<Message> conversation_of(const PromptSpec & spec, const std::string & default_system);
+std::vector<Message> conversation_of(const PromptInput & input, const std::string & default_system);
 
 class ChatTemplate {
   public:

@@ -31,7 +31,7 @@ struct PromptReading {
 // or the generate prompt's), tokenized by `projector`. Throws specd::Error(bad_request) for
 // what the model cannot do: suffix without FIM tokens, context tokens outside the vocabulary,
 // images when `projector` is null (the model has no vision) or with `suffix`.
-MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate & tmpl, const PromptSpec & spec,
+MultimodalPrompt build_multimodal_prompt(const Model & model, const ChatTemplate & tmpl, const PromptInput & input,
                                          const std::string & default_system, const Projector * projector,
                                          const templates::GoTemplate * go_template = nullptr,
                                          const PromptReading & reading = {});

@@ -6,6 +6,7 @@
 // part and reads its logits back.
 #include "core/options.h"
 #include "engine/forced_speller.h"
+#include "engine/generate_result.h"
 #include "engine/generation_output.h"
 #include "engine/live_counters.h"
 #include "engine/llama_handles.h"
@@ -28,14 +29,6 @@ namespace specd::engine {
 // The deepest speculation round (the depth controller's k_max).
 constexpr int k_spec_max = 16;
 
-struct GenerateResult {
-    DoneReason               reason = DoneReason::stop;
-    GenerateStats            stats;
-    spec::DepthStats         speculation;
-    GrammarDraftStats        grammar_drafts;
-    std::vector<int64_t>     k_histogram; // [k]: rounds that drafted k tokens
-    std::vector<llama_token> context;     // prompt + generated tokens, Ollama's `context`
-};
 
 class RequestRun;
 

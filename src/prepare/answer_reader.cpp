@@ -66,7 +66,7 @@ AnswerPart AnswerReader::finish() {
 }
 
 AnswerReader prepare_answer(DecodedRequest & d) {
-    PromptSpec &       p        = d.request.prompt;
+    PromptInput &       p        = d.request.prompt;
     const ModelFiles & m        = d.request.model;
     const bool         thinking = p.think && p.think->enabled;
     // A load (or unload) request renders nothing and answers nothing.

@@ -24,7 +24,7 @@ PreparedGeneration prepare_generation(const models::Store & store, const Setting
         throw bad_request("model \"" + m.files.name + "\" does not support images (it has no vision projector)");
     }
     d.request.model = m.files;
-    if (d.request.prompt.kind == PromptSpec::Kind::chat && !d.request.load_only && !m.messages.empty()) {
+    if (d.request.prompt.kind == PromptInput::Kind::chat && !d.request.load_only && !m.messages.empty()) {
         // As Ollama: the model's MESSAGEs are the start of every conversation with it.
         auto & messages = d.request.prompt.messages;
         messages.insert(messages.begin(), m.messages.begin(), m.messages.end());

@@ -25,7 +25,7 @@ size_t prompt_text_limit(int32_t num_ctx) {
                       k_max_prompt_text_limit);
 }
 
-size_t prompt_text_bytes(const PromptSpec & p) {
+size_t prompt_text_bytes(const PromptInput & p) {
     size_t n = p.prompt.size() + p.system.size() + p.suffix.size();
     for (const Message & m : p.messages) {
         n += m.content.size() + m.thinking.size();
@@ -35,7 +35,7 @@ size_t prompt_text_bytes(const PromptSpec & p) {
     return n;
 }
 
-void check_prompt_text(const PromptSpec & p, int32_t num_ctx) {
+void check_prompt_text(const PromptInput & p, int32_t num_ctx) {
     const size_t bytes = prompt_text_bytes(p);
     const size_t limit = prompt_text_limit(num_ctx);
     if (bytes <= limit) return;

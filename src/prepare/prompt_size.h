@@ -24,10 +24,10 @@ size_t prompt_text_limit(int32_t num_ctx);
 
 // The bytes of text a request renders: prompt, system, suffix, every message's content,
 // reasoning and tool calls, and the tools offered.
-size_t prompt_text_bytes(const PromptSpec & p);
+size_t prompt_text_bytes(const PromptInput & p);
 
 // Throws bad_request naming the limit when the request's text is over it.
-void check_prompt_text(const PromptSpec & p, int32_t num_ctx);
+void check_prompt_text(const PromptInput & p, int32_t num_ctx);
 
 // The same before a body is parsed (parsing copies every string two or three times): the
 // decoded bytes of the strings under "prompt", "system", "suffix", "content", "thinking",

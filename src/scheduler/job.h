@@ -3,7 +3,7 @@
 #include "core/error.h"
 #include "core/logprobs.h"
 #include "core/request.h"
-#include "spec/depth_controller.h"
+#include "engine/generate_result.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -15,14 +15,9 @@
 namespace specd::scheduler {
 
 struct DoneInfo {
-    DoneReason           reason = DoneReason::stop;
-    GenerateStats        stats;
-    int64_t              load_ns           = 0;
-    int64_t              total_ns          = 0;
-    std::vector<int32_t> context;
-    spec::DepthStats     speculation;
-    GrammarDraftStats    grammar_drafts;
-    std::vector<int64_t> k_histogram; // [k]: rounds that drafted k tokens
+    engine::GenerateResult          result;     // its context holds text tokens only (no image positions)
+    int64_t                         load_ns  = 0;
+    int64_t                         total_ns = 0;
     std::vector<std::vector<float>> embeddings; // embed: one pooled vector per input, not normalized
 };
 

@@ -1,17 +1,12 @@
 #include "scheduler/runner.h"
 
-#include "engine/chat_template.h"
-#include "engine/embedder.h"
-#include "engine/model.h"
 #include "engine/prompt_builder.h"
 #include "engine/session.h"
+#include "memory/ledger.h"
 #include "metrics/registry.h"
-#include "scheduler/load_estimate.h"
-#include "templates/ollama_prompt.h"
+#include "scheduler/model_instance.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <climits>
 
 namespace specd::scheduler {
 
@@ -22,19 +17,9 @@ int64_t now_ns() {
                std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The scheduler counts what make_room admitted (a load, an embedding context) as loaded
-// until it has ended, either way.
-struct LoadAdmission {
-    LoadArbiter *  arbiter;
-    const Runner & runner;
-    ~LoadAdmission() {
-        if (arbiter) arbiter->end_load(runner);
-    }
-};
-
 // What a request's own data costs while it runs: its texts and token lists.
 size_t request_bytes(const GenerateRequest & req) {
-    const PromptSpec & p = req.prompt;
+    const PromptInput & p = req.prompt;
     size_t n = sizeof(req) + p.prompt.size() + p.system.size() + p.suffix.size() + p.context.size() * sizeof(int32_t);
     for (const Message & m : p.messages) n += sizeof(m) + m.role.size() + m.content.size();
     for (const std::string & stop : req.generate.stop) n += stop.size();
@@ -80,7 +65,8 @@ struct Runner::Active {
     }
 };
 
-Runner::Runner(RunnerConfig cfg) : cfg_(cfg), thread_([this] { loop(); }) {}
+Runner::Runner(RunnerConfig cfg) :
+    cfg_(cfg), model_(std::make_unique<ModelInstance>(cfg_, *this)), thread_([this] { loop(); }) {}
 
 Runner::~Runner() {
     {
@@ -185,7 +171,7 @@ void Runner::loop() {
                 std::erase(running_, job);
                 queue_.push_front(std::move(job));
                 blocked = true;
-            } else if (session_ && session_->can_start()) {
+            } else if (model_->has_session() && model_->session().can_start()) {
                 // Requests that arrived together start together, before the next step.
                 std::lock_guard lock(mu_);
                 if (!queue_.empty()) continue;
@@ -212,157 +198,29 @@ void Runner::loop() {
     unload();
 }
 
-bool Runner::has_model(const GenerateRequest & req, const ContextOptions & context) const {
-    return model_ && loaded_digest_ == req.model.digest && model_->load_options().use_mmap == engine::maps_weights(context.use_mmap);
-}
-
-bool Runner::needs_load(const GenerateRequest & req, const ContextOptions & context) const {
-    return !(has_model(req, context) && session_ && session_->options() == context);
-}
-
 void Runner::ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done) {
-    if (!needs_load(req, context)) return;
-    const engine::ModelLoadOptions load_opts{engine::maps_weights(context.use_mmap), req.model.adapters};
-    const bool same_model = has_model(req, context);
-
-    const int64_t t0 = now_ns();
-    if (session_) session_->park(); // its sequences may serve a later prompt
-    if (session_ && same_model) live_base_.add(session_->live());
-    session_.reset();
-    embedder_.reset(); // sized like the session: recreated on its next use
-    const LoadAdmission admission{cfg_.arbiter, *this};
-    const LoadEstimate est = estimate_load(req.model, context);
-    if (!same_model) {
-        unload();
-        // Room first (other models may have to go), then the sequences that fit in it.
-        const int want = cfg_.num_parallel > 0 ? cfg_.num_parallel : 1;
-        check_context_size(est, want); // before any room is made or weight read
-        const uint64_t free = cfg_.arbiter ? cfg_.arbiter->make_room(*this, est.bytes(want)) : UINT64_MAX;
-        n_seq_ = cfg_.num_parallel > 0 ? cfg_.num_parallel : default_parallel(est, free);
-        model_         = engine::Model::load(req.model.gguf, load_opts);
-        draft_         = req.model.draft ? engine::Model::load(*req.model.draft, load_opts) : nullptr;
-        const int32_t threads = context.num_thread > 0 ? context.num_thread
-                                                       : int32_t(std::max(1u, std::thread::hardware_concurrency()));
-        projector_     = req.model.projector ? engine::Projector::load(*req.model.projector, *model_, threads) : nullptr;
-        template_      = std::make_unique<engine::ChatTemplate>(model_->get());
-        go_template_.reset();
-        if (req.model.template_text) go_template_ = templates::parse_ollama_template(*req.model.template_text);
-        loaded_digest_ = req.model.digest;
-        memory_owner_  = memory::process_ledger().open_owner(memory::OwnerKind::model, req.model.name);
-        metrics::server_metrics().model_loads_total.add();
-    } else {
-        // Another context on the loaded model (a larger num_ctx): its KV must fit too.
-        check_context_size(est, n_seq_);
-        if (cfg_.arbiter) cfg_.arbiter->make_room(*this, est.bytes(n_seq_));
-    }
-    // States restore only into the same pair of models (the draft's file is named by digest).
-    engine::PromptCacheLink link{cfg_.cache, req.model.digest + "+" +
-                                                 (req.model.draft ? req.model.draft->filename().string() : "")};
-    session_   = std::make_unique<engine::Session>(model_, context, draft_, std::move(link), n_seq_);
-    embedder_bytes_ = est.embedder;
-    done.load_ns += now_ns() - t0;
-    account_model();
-    std::fprintf(stderr, "specd: %s: %s%s\n", req.model.name.c_str(), engine::describe(session_->threads()).c_str(),
-                 draft_ ? ("; draft " + engine::describe(session_->draft_threads())).c_str() : "");
-
-    LoadedInfo info;
-    info.name               = req.model.name;
-    info.digest             = req.model.digest;
-    info.size_bytes         = model_->size_bytes();
-    info.context_length     = session_->n_ctx();
-    info.parallel           = session_->n_seq();
-    info.family             = model_->info().architecture;
-    info.parameter_size     = engine::format_parameter_count(model_->info().n_params);
-    info.quantization_level = model_->info().file_type;
-    info.memory_owner       = memory_owner_.owner().id;
-    info.threads            = session_->threads().n_threads;
-    info.threads_batch      = session_->threads().n_threads_batch;
-    info.draft_threads      = draft_ ? session_->draft_threads().n_threads : 0;
-    info.running            = static_cast<int>(active_.size());
-    info.live               = live_base_;
+    // Another model: the one loaded goes first, and /api/ps stops showing it.
+    if (model_->needs_load(req, context) && !model_->has_model(req, context)) forget_loaded();
+    std::optional<LoadedInfo> info = model_->ensure_loaded(req, context, done);
+    if (!info) return;
+    info->running = static_cast<int>(active_.size());
     std::lock_guard lock(mu_);
-    info_ = info;
-}
-
-void Runner::embed(Job & job, DoneInfo & done) {
-    const EmbedSpec & spec = *job.request.embed;
-    if (!embedder_) {
-        // A second context on the model, sized by num_ctx: room for it first (a num_ctx that
-        // the session takes can need gigabytes here).
-        const LoadAdmission admission{cfg_.arbiter, *this};
-        if (cfg_.arbiter) cfg_.arbiter->make_room(*this, footprint() + embedder_bytes_);
-        embedder_ = std::make_unique<engine::Embedder>(model_, session_->n_ctx(), session_->n_threads());
-        account_model();
-    }
-    const int64_t  t0    = now_ns();
-    const uint32_t n_ctx = embedder_->n_ctx();
-    std::vector<std::vector<llama_token>> inputs;
-    inputs.reserve(spec.inputs.size());
-    for (size_t i = 0; i < spec.inputs.size(); ++i) {
-        // Only the beginning is kept: a long input is tokenized only that far (engine/prompt_ends.h).
-        const std::string name = "input " + std::to_string(i);
-        auto [tokens, elided]  = engine::tokenize_ends(*model_, spec.inputs[i], /*add_special=*/true,
-                                                       /*parse_special=*/false, {n_ctx + 1, 0}, &job.cancel, name);
-        if (tokens.empty()) throw bad_request(name + " has no tokens");
-        if (tokens.size() > n_ctx) {
-            if (!spec.truncate) {
-                throw bad_request(name + " is " + (elided ? "more than " : "") + std::to_string(tokens.size()) +
-                                  " tokens, longer than the context length of " + std::to_string(n_ctx) +
-                                  " (truncate is false)");
-            }
-            tokens.resize(n_ctx); // Ollama keeps the beginning
-        }
-        done.stats.prompt_eval_count += static_cast<int32_t>(tokens.size());
-        inputs.push_back(std::move(tokens));
-    }
-    done.embeddings           = embedder_->embed(inputs, job.cancel);
-    account_model(); // the output buffer grows with the largest batch
-    done.stats.prompt_count   = done.stats.prompt_eval_count;
-    done.stats.prompt_eval_ns = now_ns() - t0;
-    done.reason               = DoneReason::stop;
+    info_ = std::move(info);
 }
 
 void Runner::unload() {
-    if (session_) session_->park();
-    session_.reset();
-    embedder_.reset();
-    template_.reset();
-    go_template_.reset();
-    projector_.reset();
-    min_batch_ = 0;
-    model_.reset();
-    draft_.reset();
-    loaded_digest_.clear();
-    weights_.release();
-    kv_target_.release();
-    kv_draft_.release();
-    compute_.release();
-    vocab_index_.release();
-    memory_owner_.close();
-    live_base_        = {};
-    footprint_        = 0;
+    model_->unload();
+    forget_loaded();
+}
+
+void Runner::forget_loaded() {
     unload_when_idle_ = false;
     std::lock_guard lock(mu_);
     info_.reset();
     unload_at_.reset();
 }
 
-void Runner::account_model() {
-    const auto set = [&](memory::Reservation & r, memory::Bucket bucket, size_t bytes) {
-        if (!r.held()) r = memory_owner_.reserve(bucket, bytes);
-        else r.resize(bytes);
-    };
-    const engine::SessionMemory & mem = session_->memory();
-    const engine::ContextBytes    embed = embedder_ ? embedder_->memory() : engine::ContextBytes{};
-    set(weights_, memory::Bucket::weights, model_->size_bytes() + (draft_ ? draft_->size_bytes() : 0) +
-                                               (projector_ ? projector_->size_bytes() : 0));
-    set(kv_target_, memory::Bucket::kv_target, mem.target.kv + embed.kv);
-    set(kv_draft_, memory::Bucket::kv_draft, mem.draft.kv);
-    set(compute_, memory::Bucket::compute, mem.target.compute + mem.draft.compute + embed.compute);
-    // Built by the first constrained request; shared by every later one.
-    set(vocab_index_, memory::Bucket::grammar, model_->vocab_index_bytes());
-    footprint_ = weights_.bytes() + kv_target_.bytes() + kv_draft_.bytes() + compute_.bytes() + vocab_index_.bytes();
-}
+uint64_t Runner::footprint() const { return model_->footprint(); }
 
 namespace {
 
@@ -373,23 +231,23 @@ constexpr int64_t k_publish_interval_ns = 250'000'000;
 // Adds a finished request to the server-wide totals (/metrics).
 void record(const DoneInfo & done) {
     auto & m = metrics::server_metrics();
-    const auto & s = done.speculation;
+    const auto & s = done.result.speculation;
     m.requests_total.add();
-    m.prompt_tokens_total.add(done.stats.prompt_eval_count);
-    m.generated_tokens_total.add(done.stats.eval_count);
+    m.prompt_tokens_total.add(done.result.stats.prompt_eval_count);
+    m.generated_tokens_total.add(done.result.stats.eval_count);
     m.spec_rounds_total.add(s.rounds);
     m.spec_drafted_total.add(s.drafted);
     m.spec_accepted_total.add(s.accepted);
     m.spec_zero_k_rounds_total.add(s.zero_k_rounds);
     m.spec_probes_total.add(s.probes);
-    const auto & g = done.grammar_drafts;
+    const auto & g = done.result.grammar_drafts;
     m.spec_forced_total.add(g.forced);
     m.spec_forced_accepted_total.add(g.forced_accepted);
     m.spec_grammar_truncated_total.add(g.truncated_tokens);
     m.spec_grammar_truncated_rounds_total.add(g.truncated_rounds);
     m.spec_grammar_no_legal_draft_total.add(g.no_legal_draft);
-    for (size_t k = 0; k < done.k_histogram.size(); ++k) {
-        if (done.k_histogram[k] > 0) m.spec_depth.observe(static_cast<double>(k), done.k_histogram[k]);
+    for (size_t k = 0; k < done.result.k_histogram.size(); ++k) {
+        if (done.result.k_histogram[k] > 0) m.spec_depth.observe(static_cast<double>(k), done.result.k_histogram[k]);
     }
 }
 
@@ -399,12 +257,12 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
     const GenerateRequest & req = job->request;
     // A context sized for the largest image seen on this model so far (see below).
     ContextOptions context = req.context;
-    context.num_batch      = std::max(context.num_batch, min_batch_);
+    context.num_batch      = std::max(context.num_batch, model_->min_batch());
     // Resolved here, so that a request that leaves use_mmap unset and one that names the
     // default share a session.
     context.use_mmap       = engine::maps_weights(context.use_mmap);
     // Another context means another session: it waits until the running ones have ended.
-    if (!active_.empty() && (needs_load(req, context) || !session_->can_start())) return false;
+    if (!active_.empty() && (model_->needs_load(req, context) || !model_->session().can_start())) return false;
 
     auto   a    = std::make_unique<Active>(job, ++served_);
     Active & ac = *a;
@@ -413,35 +271,26 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
         ensure_loaded(req, context, ac.done);
         if (req.load_only) {
             const KeepAlive keep_alive = req.keep_alive.value_or(cfg_.default_keep_alive);
-            ac.done.reason = keep_alive.count() == 0 ? DoneReason::unload : DoneReason::load;
+            ac.done.result.reason = keep_alive.count() == 0 ? DoneReason::unload : DoneReason::load;
         } else if (req.embed) {
-            embed(*job, ac.done);
+            model_->embed(*job, ac.done);
         } else {
-            // The request's template wins over the model's TEMPLATE, which wins over the GGUF's.
-            std::optional<templates::GoTemplate> request_template;
-            if (req.prompt.template_text) request_template = templates::parse_ollama_template(*req.prompt.template_text);
-            const templates::GoTemplate * go = request_template ? &*request_template
-                                             : go_template_      ? &*go_template_
-                                                                 : nullptr;
-            // A prompt far over the context is tokenized only at the ends truncation keeps.
-            const int32_t                n_ctx = int32_t(session_->n_ctx());
-            const engine::PromptReading reading{engine::ends_kept(n_ctx, req.generate.num_keep), &job->cancel, n_ctx};
-            auto prompt = engine::build_multimodal_prompt(*model_, *template_, req.prompt, req.model.system,
-                                                          projector_.get(), go, reading);
+            engine::MultimodalPrompt prompt  = model_->build_prompt(req, job->cancel);
+            engine::Session &        session = model_->session();
             // An image whose tokens attend to each other non-causally must fit one
             // micro-batch (llama.cpp aborts otherwise): grow the batch to the largest image,
             // and keep it that large for this model so that requests do not flip-flop.
             size_t largest = 0;
             for (const auto & image : prompt.images) largest = std::max(largest, image.n_pos);
-            if (largest > size_t(session_->batch_capacity()) && largest < size_t(session_->n_ctx())) {
+            if (largest > size_t(session.batch_capacity()) && largest < size_t(session.n_ctx())) {
                 if (!active_.empty()) return false;
-                min_batch_        = std::max(min_batch_, int32_t(largest));
-                context.num_batch = std::max(context.num_batch, min_batch_);
+                model_->grow_min_batch(int32_t(largest));
+                context.num_batch = std::max(context.num_batch, model_->min_batch());
                 ensure_loaded(req, context, ac.done);
             }
             ac.held.resize(ac.held.bytes() + prompt.tokens.size() * sizeof(llama_token));
             Job & j    = *job;
-            ac.seq_run = session_->start(
+            ac.seq_run = model_->session().start(
                 std::move(prompt), req.generate,
                 [&j, &ac](std::string_view text) {
                     j.events.push({Event::Kind::text, std::string(text), {}, {}, std::move(ac.logprobs)});
@@ -454,7 +303,7 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
     } catch (...) {
         // A load that failed half way (weights read, no context) holds memory that neither
         // the ledger nor the scheduler counts: it goes.
-        if (model_ && !session_) unload();
+        if (model_->half_loaded()) unload();
         finish(ac, error_event(std::current_exception()));
         return true;
     }
@@ -466,13 +315,14 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
 }
 
 void Runner::step() {
-    std::vector<engine::SeqFinished> ended = session_->step();
+    engine::Session &                session = model_->session();
+    std::vector<engine::SeqFinished> ended   = session.step();
     // Before any answer goes out: a client that reads the dashboard after its answer sees
     // its tokens counted and its sequence no longer running.
     if (!ended.empty() || now_ns() - published_ns_ >= k_publish_interval_ns) {
         publish_live(static_cast<int>(active_.size() - std::min(active_.size(), ended.size())));
     }
-    if (const int n = session_->last_step_requests(); n > 0) metrics::server_metrics().batch_requests.observe(n);
+    if (const int n = session.last_step_requests(); n > 0) metrics::server_metrics().batch_requests.observe(n);
     for (engine::SeqFinished & f : ended) {
         auto it = std::find_if(active_.begin(), active_.end(), [&](const auto & a) { return a->seq_run == f.id; });
         if (it == active_.end()) continue;
@@ -483,14 +333,10 @@ void Runner::step() {
             continue;
         }
         DoneInfo & done     = a->done;
-        done.reason         = f.result.reason;
-        done.stats          = f.result.stats;
-        done.context        = engine::text_tokens(f.result.context);
-        done.speculation    = std::move(f.result.speculation);
-        done.grammar_drafts = f.result.grammar_drafts;
-        done.k_histogram    = std::move(f.result.k_histogram);
-        a->held.resize(a->held.bytes() + done.context.size() * sizeof(int32_t));
-        account_model(); // a first constrained request builds the vocabulary index
+        done.result         = std::move(f.result);
+        done.result.context = engine::text_tokens(done.result.context);
+        a->held.resize(a->held.bytes() + done.result.context.size() * sizeof(int32_t));
+        model_->account(); // a first constrained request builds the vocabulary index
         apply_keep_alive(*a->job);
         done.total_ns = now_ns() - a->job->enqueued_ns;
         record(done);
@@ -501,16 +347,15 @@ void Runner::step() {
     if (!ended.empty()) {
         std::lock_guard lock(mu_);
         if (info_) {
-            info_->threads       = session_->threads().n_threads;
-            info_->threads_batch = session_->threads().n_threads_batch;
+            info_->threads       = session.threads().n_threads;
+            info_->threads_batch = session.threads().n_threads_batch;
         }
     }
 }
 
 void Runner::publish_live(int running) {
-    engine::LiveCounters live = live_base_;
-    if (session_) live.add(session_->live());
-    published_ns_ = now_ns();
+    engine::LiveCounters live = model_->live();
+    published_ns_             = now_ns();
     std::lock_guard lock(mu_);
     if (info_) {
         info_->running = running;
@@ -536,7 +381,7 @@ void Runner::apply_keep_alive(const Job & job) {
 
 void Runner::finish(Active & a, Event last) {
     // keep_alive 0: the model goes before the answer does, unless others still use it.
-    if (unload_when_idle_ && active_.empty() && model_) unload();
+    if (unload_when_idle_ && active_.empty() && model_->loaded()) unload();
     std::shared_ptr<Job> job = a.job;
     a.held.release();
     a.grammar.release();

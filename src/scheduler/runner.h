@@ -5,9 +5,7 @@
 // jobs join between steps in arrival order.
 #include "cache/prompt_cache.h"
 #include "engine/live_counters.h"
-#include "memory/ledger.h"
 #include "scheduler/job.h"
-#include "templates/go_template.h"
 
 #include <atomic>
 #include <chrono>
@@ -20,17 +18,10 @@
 #include <thread>
 #include <vector>
 
-namespace specd::engine {
-class Model;
-class Session;
-class ChatTemplate;
-class Projector;
-class Embedder;
-} // namespace specd::engine
-
 namespace specd::scheduler {
 
 class Runner;
+class ModelInstance;
 
 // What a runner asks of the scheduler before it loads a model.
 class LoadArbiter {
@@ -93,7 +84,7 @@ class Runner {
 
     // For the scheduler's memory budget: the bytes the loaded model holds (0 when none),
     // whether it has no work (running or queued), and when it last finished a job.
-    uint64_t footprint() const { return footprint_.load(); }
+    uint64_t footprint() const;
     bool     idle() const;
     int64_t  last_used_ns() const { return last_used_ns_.load(); }
     // Unloads the model on the runner's thread if it is idle, and waits for it; false when
@@ -112,13 +103,10 @@ class Runner {
     // answer already sees the memory back in the ledger).
     void  finish(Active & a, Event last);
     void  apply_keep_alive(const Job & job);
-    void  embed(Job & job, DoneInfo & done); // the request's inputs, on this thread's embedder
-    // The request's model is loaded with these load options (the session may still differ).
-    bool  has_model(const GenerateRequest & req, const ContextOptions & context) const;
-    bool  needs_load(const GenerateRequest & req, const ContextOptions & context) const;
+    // The model (model_instance.h) as the request needs it, and /api/ps's view of it.
     void  ensure_loaded(const GenerateRequest & req, const ContextOptions & context, DoneInfo & done);
     void  unload();
-    void  account_model(); // the ledger's view of what the loaded model holds
+    void  forget_loaded(); // what the runner itself knew of the unloaded model
     void  publish_live(int running); // info_'s running count and live counters
 
     const RunnerConfig cfg_;
@@ -133,28 +121,14 @@ class Runner {
     bool                                      unload_requested_ = false;
     std::optional<std::chrono::steady_clock::time_point> unload_at_;
     std::optional<LoadedInfo>                 info_; // guarded by mu_, read by /api/ps
-    std::atomic<uint64_t>                     footprint_{0};
     std::atomic<int64_t>                      last_used_ns_{0};
 
-    // Touched only by the runner thread.
-    std::vector<std::unique_ptr<Active>>  active_;
-    bool                                  unload_when_idle_ = false; // a job asked for keep_alive 0
-    int                                   n_seq_ = 1; // sequences of the loaded model's sessions
-    std::shared_ptr<engine::Model>        model_;
-    std::shared_ptr<engine::Model>        draft_;
-    std::unique_ptr<engine::ChatTemplate> template_;
-    std::unique_ptr<engine::Projector>    projector_; // the model's vision projector, if it has one
-    std::optional<templates::GoTemplate>  go_template_; // the model's TEMPLATE, parsed at load
-    int32_t                               min_batch_ = 0; // the largest image's tokens on this model
-    std::unique_ptr<engine::Session>      session_;
-    std::unique_ptr<engine::Embedder>     embedder_; // created by the first embedding request
-    uint64_t                              embedder_bytes_ = 0; // its estimate, for the session's num_ctx
-    std::string                           loaded_digest_;
-    uint64_t                              served_ = 0;
-    engine::LiveCounters                  live_base_; // earlier sessions' counts on the loaded model
-    int64_t                               published_ns_ = 0;
-    memory::OwnerHandle                   memory_owner_; // open while a model is loaded
-    memory::Reservation                   weights_, kv_target_, kv_draft_, compute_, vocab_index_;
+    // Touched only by the runner thread (but ModelInstance::footprint()).
+    std::vector<std::unique_ptr<Active>> active_;
+    bool                                 unload_when_idle_ = false; // a job asked for keep_alive 0
+    uint64_t                             served_           = 0;
+    int64_t                              published_ns_     = 0;
+    std::unique_ptr<ModelInstance>       model_;
 
     std::thread thread_;
 };

@@ -112,7 +112,7 @@ TEST(EmbedRequest, ShapeKeepsTheFirstDimensionsAndNormalizes) {
 TEST(EmbedRequest, AnswerShapes) {
     scheduler::DoneInfo done;
     done.embeddings              = {{3, 4}, {0, 2}};
-    done.stats.prompt_eval_count = 7;
+    done.result.stats.prompt_eval_count = 7;
     done.total_ns                = 100;
 
     auto ollama = decode_embed(body(R"({"model":"m","input":["a","b"]})"));

@@ -64,7 +64,7 @@ TEST(OpenAIRequest, ChatBecomesAChatRequestWithOllamaOptions) {
     EXPECT_FALSE(d.stream); // OpenAI's default
     EXPECT_FALSE(r.include_usage);
     EXPECT_FALSE(d.request.load_only);
-    EXPECT_EQ(d.request.prompt.kind, PromptSpec::Kind::chat);
+    EXPECT_EQ(d.request.prompt.kind, PromptInput::Kind::chat);
     ASSERT_EQ(d.request.prompt.messages.size(), 4u);
     EXPECT_EQ(d.request.prompt.messages[0].role, "system");
     EXPECT_EQ(d.request.prompt.messages[0].content, "Be brief.");
@@ -213,7 +213,7 @@ TEST(OpenAIRequest, ImageCountIsCheckedBeforeDecoding) {
 TEST(OpenAIRequest, CompletionBecomesAGenerateRequest) {
     const auto r = decode_openai_completion({{"model", "tiny"}, {"prompt", "Once upon"}, {"suffix", " the end"},
                                              {"max_tokens", 4}, {"stream", true}, {"logprobs", nullptr}, {"echo", false}});
-    EXPECT_EQ(r.decoded.request.prompt.kind, PromptSpec::Kind::generate);
+    EXPECT_EQ(r.decoded.request.prompt.kind, PromptInput::Kind::generate);
     EXPECT_EQ(r.decoded.request.prompt.prompt, "Once upon");
     EXPECT_EQ(r.decoded.request.prompt.suffix, " the end");
     EXPECT_FALSE(r.decoded.request.load_only);

@@ -13,10 +13,10 @@ namespace {
 
 scheduler::DoneInfo done_with(DoneReason reason, int32_t prompt, int32_t eval) {
     scheduler::DoneInfo d;
-    d.reason                  = reason;
-    d.stats.prompt_count      = prompt;
-    d.stats.prompt_eval_count = 1; // reused from the KV: usage counts the whole prompt
-    d.stats.eval_count        = eval;
+    d.result.reason                  = reason;
+    d.result.stats.prompt_count      = prompt;
+    d.result.stats.prompt_eval_count = 1; // reused from the KV: usage counts the whole prompt
+    d.result.stats.eval_count        = eval;
     return d;
 }
 

@@ -17,7 +17,7 @@ TEST(PromptSize, LimitGrowsWithTheContext) {
 }
 
 TEST(PromptSize, CountsEveryRenderedText) {
-    PromptSpec p;
+    PromptInput p;
     p.prompt = "abc";
     p.system = "de";
     p.suffix = "f";
@@ -31,7 +31,7 @@ TEST(PromptSize, CountsEveryRenderedText) {
 }
 
 TEST(PromptSize, OverTheLimitIsABadRequestNamingIt) {
-    PromptSpec p;
+    PromptInput p;
     p.prompt.assign((size_t(4) << 20) + 1, 'x');
     EXPECT_NO_THROW(check_prompt_text(p, 65536 + 1));
     try {

@@ -1,0 +1,209 @@
+#include "scheduler/model_instance.h"
+
+#include "engine/chat_template.h"
+#include "engine/embedder.h"
+#include "engine/model.h"
+#include "engine/prompt_builder.h"
+#include "engine/session.h"
+#include "metrics/registry.h"
+#include "scheduler/load_estimate.h"
+#include "templates/ollama_prompt.h"
+
+#include <climits>
+#include <cstdio>
+#include <thread>
+
+namespace specd::scheduler {
+
+namespace {
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The scheduler counts what make_room admitted (a load, an embedding context) as loaded
+// until it has ended, either way.
+struct LoadAdmission {
+    LoadArbiter *  arbiter;
+    const Runner & runner;
+    ~LoadAdmission() {
+        if (arbiter) arbiter->end_load(runner);
+    }
+};
+
+} // namespace
+
+ModelInstance::ModelInstance(const RunnerConfig & cfg, const Runner & runner) : cfg_(cfg), runner_(runner) {}
+
+ModelInstance::~ModelInstance() { unload(); }
+
+bool ModelInstance::has_model(const GenerateRequest & req, const ContextOptions & context) const {
+    return model_ && loaded_digest_ == req.model.digest && model_->load_options().use_mmap == engine::maps_weights(context.use_mmap);
+}
+
+bool ModelInstance::needs_load(const GenerateRequest & req, const ContextOptions & context) const {
+    return !(has_model(req, context) && session_ && session_->options() == context);
+}
+
+std::optional<LoadedInfo> ModelInstance::ensure_loaded(const GenerateRequest & req, const ContextOptions & context,
+                                                       DoneInfo & done) {
+    if (!needs_load(req, context)) return std::nullopt;
+    const engine::ModelLoadOptions load_opts{engine::maps_weights(context.use_mmap), req.model.adapters};
+    const bool same_model = has_model(req, context);
+
+    const int64_t t0 = now_ns();
+    if (session_) session_->park(); // its sequences may serve a later prompt
+    if (session_ && same_model) live_base_.add(session_->live());
+    session_.reset();
+    embedder_.reset(); // sized like the session: recreated on its next use
+    const LoadAdmission admission{cfg_.arbiter, runner_};
+    const LoadEstimate est = estimate_load(req.model, context);
+    if (!same_model) {
+        unload();
+        // Room first (other models may have to go), then the sequences that fit in it.
+        const int want = cfg_.num_parallel > 0 ? cfg_.num_parallel : 1;
+        check_context_size(est, want); // before any room is made or weight read
+        const uint64_t free = cfg_.arbiter ? cfg_.arbiter->make_room(runner_, est.bytes(want)) : UINT64_MAX;
+        n_seq_ = cfg_.num_parallel > 0 ? cfg_.num_parallel : default_parallel(est, free);
+        model_         = engine::Model::load(req.model.gguf, load_opts);
+        draft_         = req.model.draft ? engine::Model::load(*req.model.draft, load_opts) : nullptr;
+        const int32_t threads = context.num_thread > 0 ? context.num_thread
+                                                       : int32_t(std::max(1u, std::thread::hardware_concurrency()));
+        projector_     = req.model.projector ? engine::Projector::load(*req.model.projector, *model_, threads) : nullptr;
+        template_      = std::make_unique<engine::ChatTemplate>(model_->get());
+        go_template_.reset();
+        if (req.model.template_text) go_template_ = templates::parse_ollama_template(*req.model.template_text);
+        loaded_digest_ = req.model.digest;
+        memory_owner_  = memory::process_ledger().open_owner(memory::OwnerKind::model, req.model.name);
+        metrics::server_metrics().model_loads_total.add();
+    } else {
+        // Another context on the loaded model (a larger num_ctx): its KV must fit too.
+        check_context_size(est, n_seq_);
+        if (cfg_.arbiter) cfg_.arbiter->make_room(runner_, est.bytes(n_seq_));
+    }
+    // States restore only into the same pair of models (the draft's file is named by digest).
+    engine::PromptCacheLink link{cfg_.cache, req.model.digest + "+" +
+                                                 (req.model.draft ? req.model.draft->filename().string() : "")};
+    session_        = std::make_unique<engine::Session>(model_, context, draft_, std::move(link), n_seq_);
+    embedder_bytes_ = est.embedder;
+    done.load_ns += now_ns() - t0;
+    account();
+    std::fprintf(stderr, "specd: %s: %s%s\n", req.model.name.c_str(), engine::describe(session_->threads()).c_str(),
+                 draft_ ? ("; draft " + engine::describe(session_->draft_threads())).c_str() : "");
+
+    LoadedInfo info;
+    info.name               = req.model.name;
+    info.digest             = req.model.digest;
+    info.size_bytes         = model_->size_bytes();
+    info.context_length     = session_->n_ctx();
+    info.parallel           = session_->n_seq();
+    info.family             = model_->info().architecture;
+    info.parameter_size     = engine::format_parameter_count(model_->info().n_params);
+    info.quantization_level = model_->info().file_type;
+    info.memory_owner       = memory_owner_.owner().id;
+    info.threads            = session_->threads().n_threads;
+    info.threads_batch      = session_->threads().n_threads_batch;
+    info.draft_threads      = draft_ ? session_->draft_threads().n_threads : 0;
+    info.live               = live_base_;
+    return info;
+}
+
+void ModelInstance::embed(Job & job, DoneInfo & done) {
+    const EmbedInput & input = *job.request.embed;
+    if (!embedder_) {
+        // A second context on the model, sized by num_ctx: room for it first (a num_ctx that
+        // the session takes can need gigabytes here).
+        const LoadAdmission admission{cfg_.arbiter, runner_};
+        if (cfg_.arbiter) cfg_.arbiter->make_room(runner_, footprint() + embedder_bytes_);
+        embedder_ = std::make_unique<engine::Embedder>(model_, session_->n_ctx(), session_->n_threads());
+        account();
+    }
+    const int64_t  t0    = now_ns();
+    const uint32_t n_ctx = embedder_->n_ctx();
+    std::vector<std::vector<llama_token>> inputs;
+    inputs.reserve(input.inputs.size());
+    for (size_t i = 0; i < input.inputs.size(); ++i) {
+        // Only the beginning is kept: a long input is tokenized only that far (engine/prompt_ends.h).
+        const std::string name = "input " + std::to_string(i);
+        auto [tokens, elided]  = engine::tokenize_ends(*model_, input.inputs[i], /*add_special=*/true,
+                                                       /*parse_special=*/false, {n_ctx + 1, 0}, &job.cancel, name);
+        if (tokens.empty()) throw bad_request(name + " has no tokens");
+        if (tokens.size() > n_ctx) {
+            if (!input.truncate) {
+                throw bad_request(name + " is " + (elided ? "more than " : "") + std::to_string(tokens.size()) +
+                                  " tokens, longer than the context length of " + std::to_string(n_ctx) +
+                                  " (truncate is false)");
+            }
+            tokens.resize(n_ctx); // Ollama keeps the beginning
+        }
+        done.result.stats.prompt_eval_count += static_cast<int32_t>(tokens.size());
+        inputs.push_back(std::move(tokens));
+    }
+    done.embeddings           = embedder_->embed(inputs, job.cancel);
+    account(); // the output buffer grows with the largest batch
+    done.result.stats.prompt_count   = done.result.stats.prompt_eval_count;
+    done.result.stats.prompt_eval_ns = now_ns() - t0;
+    done.result.reason               = DoneReason::stop;
+}
+
+void ModelInstance::unload() {
+    if (session_) session_->park();
+    session_.reset();
+    embedder_.reset();
+    template_.reset();
+    go_template_.reset();
+    projector_.reset();
+    min_batch_ = 0;
+    model_.reset();
+    draft_.reset();
+    loaded_digest_.clear();
+    weights_.release();
+    kv_target_.release();
+    kv_draft_.release();
+    compute_.release();
+    vocab_index_.release();
+    memory_owner_.close();
+    live_base_ = {};
+    footprint_ = 0;
+}
+
+engine::LiveCounters ModelInstance::live() const {
+    engine::LiveCounters live = live_base_;
+    if (session_) live.add(session_->live());
+    return live;
+}
+
+void ModelInstance::account() {
+    const auto set = [&](memory::Reservation & r, memory::Bucket bucket, size_t bytes) {
+        if (!r.held()) r = memory_owner_.reserve(bucket, bytes);
+        else r.resize(bytes);
+    };
+    const engine::SessionMemory & mem = session_->memory();
+    const engine::ContextBytes    embed = embedder_ ? embedder_->memory() : engine::ContextBytes{};
+    set(weights_, memory::Bucket::weights, model_->size_bytes() + (draft_ ? draft_->size_bytes() : 0) +
+                                               (projector_ ? projector_->size_bytes() : 0));
+    set(kv_target_, memory::Bucket::kv_target, mem.target.kv + embed.kv);
+    set(kv_draft_, memory::Bucket::kv_draft, mem.draft.kv);
+    set(compute_, memory::Bucket::compute, mem.target.compute + mem.draft.compute + embed.compute);
+    // Built by the first constrained request; shared by every later one.
+    set(vocab_index_, memory::Bucket::grammar, model_->vocab_index_bytes());
+    footprint_ = weights_.bytes() + kv_target_.bytes() + kv_draft_.bytes() + compute_.bytes() + vocab_index_.bytes();
+}
+
+
+engine::MultimodalPrompt ModelInstance::build_prompt(const GenerateRequest & req, const std::atomic<bool> & cancel) const {
+    // The request's template wins over the model's TEMPLATE, which wins over the GGUF's.
+    std::optional<templates::GoTemplate> request_template;
+    if (req.prompt.template_text) request_template = templates::parse_ollama_template(*req.prompt.template_text);
+    const templates::GoTemplate * go = request_template ? &*request_template
+                                     : go_template_      ? &*go_template_
+                                                         : nullptr;
+    // A prompt far over the context is tokenized only at the ends truncation keeps.
+    const int32_t               n_ctx = int32_t(session_->n_ctx());
+    const engine::PromptReading reading{engine::ends_kept(n_ctx, req.generate.num_keep), &cancel, n_ctx};
+    return engine::build_multimodal_prompt(*model_, *template_, req.prompt, req.model.system, projector_.get(), go,
+                                           reading);
+}
+
+} // namespace specd::scheduler
