@@ -4,12 +4,13 @@
 #include "core/request.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace specd {
 
 // Some of an answer: its text, or with `think` or `tools` the reasoning, content and tool
-// calls the model's template separates (prepare/answer_reader.h). Plain text converts implicitly.
+// calls the model's template separates. Plain text converts implicitly.
 struct AnswerPart {
     std::string           content;
     std::string           thinking;
