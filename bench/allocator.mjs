@@ -7,8 +7,9 @@
 // to run, so a slow minute on a shared machine hits all alike; the table has the median over
 // the runs, its range, and the median of the per-run ratios to the first binary.
 //
-//   node bench/allocator.mjs --bins NAME=BIN,NAME=BIN --fixtures DIR [--runs 7] [--num-predict 128]
-//        [--target GGUF --draft GGUF] [--mmproj GGUF] [--threads N] [--num-ctx 1024] [--out DIR]
+//   node bench/allocator.mjs --bins NAME=BIN,NAME=BIN --fixtures DIR [--runs 8] [--num-predict 128]
+//        [--target GGUF --draft GGUF] [--mmproj GGUF] [--threads N] [--num-ctx 1024] [--one-at-a-time]
+//        [--out DIR]
 // The pair is the fixtures' (pair-target.gguf, pair-draft.gguf) unless --target and --draft
 // name another, e.g. one of the benchmark pairs (bench/make-models.sh), or the vision
 // fixture (vision-text.gguf with pair-draft.gguf and --mmproj vision-mmproj.gguf). --threads
@@ -27,14 +28,19 @@ const bins = opt('bins', '').split(',').filter(Boolean).map((b) => {
   return { name, bin };
 });
 const fixtures = opt('fixtures');
-const runs = Number(opt('runs', 7));
+// Every binary goes first in as many runs as every other (see the rotation below): with an
+// odd count for two binaries the one listed second followed the other in one run more, and
+// its median came out faster whichever binary it was (measured: two builds of the same code
+// listed in both orders, 7 runs: the second 1.07x-1.11x). So the count is rounded up to a
+// multiple of the binaries.
+const runs = Math.ceil(Number(opt('runs', 8)) / Math.max(1, bins.length)) * Math.max(1, bins.length);
 const numPredict = Number(opt('num-predict', 128));
 const outDir = opt('out', '');
 const numCtx = Number(opt('num-ctx', 1024));
 const threads = opt('threads') ? Number(opt('threads')) : undefined;
 if (bins.length < 2 || (!fixtures && !(opt('target') && opt('draft')))) {
-  console.error('usage: node bench/allocator.mjs --bins NAME=BIN,NAME=BIN --fixtures DIR [--runs 7] [--num-predict 128] ' +
-    '[--target GGUF --draft GGUF] [--mmproj GGUF] [--threads N] [--num-ctx 1024] [--out DIR]');
+  console.error('usage: node bench/allocator.mjs --bins NAME=BIN,NAME=BIN --fixtures DIR [--runs 8] [--num-predict 128] ' +
+    '[--target GGUF --draft GGUF] [--mmproj GGUF] [--threads N] [--num-ctx 1024] [--one-at-a-time] [--out DIR]');
   process.exit(2);
 }
 const target = path.resolve(opt('target') ?? path.join(fixtures, 'pair-target.gguf'));
@@ -72,23 +78,32 @@ async function measure(server, c, run) {
 
 const store = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-bench-alloc-'));
 const servers = [];
+// --one-at-a-time: only one server is up at a time, started afresh for each binary's turn in
+// each run. With both up at once, two copies of the same binary measured 1.15x-1.25x apart on
+// the 2-core bench machine, the one started second faster, in either order of visits: more
+// than most differences worth measuring. Slower (a load per turn), but free of that.
+const oneAtATime = process.argv.includes('--one-at-a-time');
+const start = (b) => startSpecd({ bin: b.bin, modelsDir: path.join(store, b.name), name: 'pair', numCtx, target, draft, mmproj, threads });
 try {
-  for (const b of bins) {
-    servers.push(await startSpecd({
-      bin: b.bin, modelsDir: path.join(store, b.name), name: 'pair', numCtx, target, draft, mmproj, threads,
-    }));
-  }
   const values = cells.map(() => bins.map(() => []));
-  for (const s of servers) for (const c of cells) await measure(s, c, -1); // warm-up
+  if (!oneAtATime) {
+    for (const b of bins) servers.push(await start(b));
+    for (const s of servers) for (const c of cells) await measure(s, c, -1); // warm-up
+  }
   for (let run = 0; run < runs; ++run) {
-    for (const [ci, c] of cells.entries()) {
-      // The first binary to run goes first in one run, second in the next, and so on: the
-      // servers map the same model files, so the one that follows another finds the weights
-      // warm in the CPU's caches (on the fixtures, 10-16% faster), whichever binary it is.
-      for (let k = 0; k < servers.length; ++k) {
-        const bi = (k + run) % servers.length;
-        values[ci][bi][run] = await measure(servers[bi], c, run);
+    // The first binary to run goes first in one run, second in the next, and so on: the
+    // servers map the same model files, so the one that follows another finds the weights
+    // warm in the CPU's caches (on the fixtures, 10-16% faster), whichever binary it is.
+    for (let k = 0; k < bins.length; ++k) {
+      const bi = (k + run) % bins.length;
+      const server = oneAtATime ? await start(bins[bi]) : servers[bi];
+      try {
+        if (oneAtATime) for (const c of cells) await measure(server, c, -1); // warm-up
+        for (const [ci, c] of cells.entries()) values[ci][bi][run] = await measure(server, c, run);
+      } finally {
+        if (oneAtATime) await server.stop();
       }
+      if (oneAtATime && run === 0) servers[bi] = server; // for the command lines in the report
     }
   }
   const pair = `${path.basename(target)} + ${path.basename(draft)}${mmproj ? ` + ${path.basename(mmproj)}` : ''}`;
@@ -125,6 +140,6 @@ try {
     fs.writeFileSync(path.join(outDir, 'allocator.json'), JSON.stringify({ runs, numPredict, target, draft, mmproj, cells, bins, values }, null, 2));
   }
 } finally {
-  for (const s of servers) await s.stop();
+  if (!oneAtATime) for (const s of servers) await s.stop();
   fs.rmSync(store, { recursive: true, force: true });
 }

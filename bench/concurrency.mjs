@@ -120,7 +120,10 @@ async function measurePair(pair, store) {
     for (const e of engines) await wave(e, 1, -1); // warm-up: first allocations, thread pools
     const acc = engines.map(() => ({ single: [], multi: [] }));
     for (let run = 0; run < runs; ++run) {
-      for (let i = 0; i < engines.length; ++i) {
+      // The order rotates from run to run (as in bench/run.mjs): no engine always follows the
+      // same other one.
+      for (let k = 0; k < engines.length; ++k) {
+        const i = (k + run) % engines.length;
         acc[i].single.push(await wave(engines[i], 1, run));
         if (!engines[i].singleOnly) acc[i].multi.push(await wave(engines[i], streams, run));
       }

@@ -110,9 +110,13 @@ async function runCell(spec, cell, engines, servers) {
                                    image_tokens: [] }));
   for (let i = 0; i < servers.length; ++i) await generate(servers[i], request(engines[i], 0)); // warm-up
   // Runs interleave (run 1 of each engine, then run 2 ...), so a slow minute on a shared
-  // machine hits all engines alike.
+  // machine hits all engines alike, and the order rotates from run to run: an engine that
+  // always ran right after the same other one measured up to ~10% apart from its place in
+  // the order alone (bench/allocator.mjs has the measurement). With as many runs as engines
+  // every engine takes every place once.
   for (let run = 0; run < spec.runs; ++run) {
-    for (let i = 0; i < servers.length; ++i) {
+    for (let k = 0; k < servers.length; ++k) {
+      const i = (k + run) % servers.length;
       const r = await generate(servers[i], request(engines[i], run + 1));
       const a = acc[i];
       a.tps.push(r.tps);

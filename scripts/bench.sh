@@ -20,8 +20,10 @@
 # at their default; specd with its own defaults (thread counts measured at load). Each report
 # lists the exact command line of every engine.
 # `scripts/bench.sh allocator --bins NAME=BIN,NAME=BIN [--runs N] [--num-predict N] [--threads N]
-# [--target GGUF --draft GGUF] [--mmproj GGUF]` compares specd builds (e.g. one from before a
-# change to the allocator's set-up against build/bin/specd), interleaved: decode tokens/s on
+# [--target GGUF --draft GGUF] [--mmproj GGUF] [--one-at-a-time]` compares specd builds (e.g.
+# one from before a change against build/bin/specd), interleaved (with --one-at-a-time each
+# binary's server runs alone, started afresh for its turn: two servers up at once measured
+# 1.15x-1.25x apart with the same binary in both): decode tokens/s on
 # the fixture pair or the pair named, or with --mmproj the time of a request with one image
 # (bench/results/allocator.md).
 set -euo pipefail
