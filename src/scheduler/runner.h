@@ -123,7 +123,7 @@ class Runner {
     std::optional<LoadedInfo>                 info_; // guarded by mu_, read by /api/ps
     std::atomic<int64_t>                      last_used_ns_{0};
 
-    // Touched only by the runner thread (but ModelInstance::footprint()).
+    // Touched only by the runner thread (model_->footprint() excepted: any thread reads it).
     std::vector<std::unique_ptr<Active>> active_;
     bool                                 unload_when_idle_ = false; // a job asked for keep_alive 0
     uint64_t                             served_           = 0;
