@@ -58,7 +58,6 @@ void serve_generation(const RouteContext & ctx, http::Request & req, http::Respo
                       const WriterFactory & make_writer) {
     const bool                  stream = d.stream;
     prepare::PreparedGeneration p      = prepare::prepare_generation(ctx.store, ctx.cfg.preparation, std::move(d));
-    prepare::AnswerReader &              reader = p.reader;
 
     const auto  writer = make_writer(p.model_name);
     writer->set_warnings(std::move(p.warnings));
@@ -73,14 +72,14 @@ void serve_generation(const RouteContext & ctx, http::Request & req, http::Respo
 
     if (stream) {
         res.status = 200;
-        stream_events(res.stream(writer->stream_content_type()), *job, req, std::move(*first), *writer, reader);
+        stream_events(res.stream(writer->stream_content_type()), *job, req, std::move(*first), *writer, p.reader);
         return;
     }
     AnswerPart                      answer;
     std::vector<TokenLogprob>       logprobs;
     for (std::optional<scheduler::Event> e = std::move(first); e; e = waiter.next()) {
         if (e->kind == scheduler::Event::Kind::text) {
-            answer.append(reader.push(e->text));
+            answer.append(p.reader.push(e->text));
             logprobs.insert(logprobs.end(), e->logprobs.begin(), e->logprobs.end());
             continue;
         }
@@ -88,7 +87,7 @@ void serve_generation(const RouteContext & ctx, http::Request & req, http::Respo
             send_json(res, http_status(e->error), writer->error_json(e->error, e->text));
             return;
         }
-        answer.append(reader.finish());
+        answer.append(p.reader.finish());
         send_json(res, 200, writer->answer_json(answer, e->done, logprobs));
         return;
     }

@@ -1,5 +1,7 @@
 #include "core/utf8.h"
 
+#include <algorithm>
+
 namespace specd {
 
 namespace {
@@ -7,29 +9,6 @@ namespace {
 constexpr std::string_view replacement = "\xEF\xBF\xBD";
 
 bool is_continuation(unsigned char c) { return c >= 0x80 && c <= 0xBF; }
-
-// Decodes as much of `in` as possible into `out`. Returns how many trailing bytes form an
-// incomplete but valid prefix (left for more input), which are not consumed.
-size_t decode(std::string_view in, std::string & out) {
-    size_t i = 0;
-    while (i < in.size()) {
-        const auto lead = static_cast<unsigned char>(in[i]);
-        const int  len  = int(utf8_sequence_length(lead));
-        if (len == 0) { out += replacement; ++i; continue; }
-        if (len == 1) { out += static_cast<char>(lead); ++i; continue; }
-        size_t j = 1;
-        bool   ok = true;
-        for (; j < static_cast<size_t>(len) && i + j < in.size(); ++j) {
-            const auto c = static_cast<unsigned char>(in[i + j]);
-            if (!(j == 1 ? utf8_valid_second(lead, c) : is_continuation(c))) { ok = false; break; }
-        }
-        if (!ok) { out += replacement; i += j; continue; } // drop the maximal invalid prefix
-        if (j < static_cast<size_t>(len)) return in.size() - i; // incomplete: wait for more
-        out.append(in.substr(i, len));
-        i += len;
-    }
-    return 0;
-}
 
 } // namespace
 
@@ -55,12 +34,13 @@ Utf8Char decode_utf8(std::string_view s) {
     if (s.empty()) return {};
     const auto   lead = static_cast<unsigned char>(s[0]);
     const size_t n    = utf8_sequence_length(lead);
-    if (n == 0 || s.size() < n) return {};
+    if (n == 0) return {};
     if (n == 1) return {lead, 1};
     uint32_t cp = lead & (0x7F >> n);
     for (size_t i = 1; i < n; ++i) {
+        if (i == s.size()) return {0, 0, i}; // ends inside the character
         const auto c = static_cast<unsigned char>(s[i]);
-        if (i == 1 ? !utf8_valid_second(lead, c) : !is_continuation(c)) return {};
+        if (i == 1 ? !utf8_valid_second(lead, c) : !is_continuation(c)) return {0, 0, i};
         cp = (cp << 6) | (c & 0x3F);
     }
     return {cp, n};
@@ -83,6 +63,29 @@ void append_utf8(std::string & out, uint32_t cp) {
         out += static_cast<char>(0x80 | (cp & 0x3F));
     }
 }
+
+namespace {
+
+// Decodes as much of `in` as possible into `out`. Returns how many trailing bytes form an
+// incomplete but valid prefix (left for more input), which are not consumed.
+size_t decode(std::string_view in, std::string & out) {
+    size_t i = 0;
+    while (i < in.size()) {
+        const Utf8Char c = decode_utf8(in.substr(i));
+        if (c.len > 0) {
+            out.append(in.substr(i, c.len));
+            i += c.len;
+        } else if (c.prefix > 0 && c.prefix == in.size() - i) {
+            return c.prefix; // incomplete: wait for more
+        } else {
+            out += replacement; // one for the maximal invalid prefix
+            i += std::max<size_t>(c.prefix, 1);
+        }
+    }
+    return 0;
+}
+
+} // namespace
 
 std::string Utf8Stream::push(std::string_view bytes) {
     std::string in = pending_;

@@ -20,6 +20,9 @@ bool utf8_valid_second(unsigned char lead, unsigned char c);
 struct Utf8Char {
     uint32_t cp  = 0;
     size_t   len = 0; // 0: `s` does not start with a complete, valid character
+    // With len 0, how many of its first bytes could still begin one (0 for a byte that starts
+    // none): all of `s` when it ends inside a character, else the maximal invalid prefix.
+    size_t   prefix = 0;
 };
 
 // The first character of `s`.

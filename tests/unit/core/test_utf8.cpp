@@ -81,5 +81,9 @@ TEST(Utf8, DecodeReadsOnlyTheFirstCharacter) {
     EXPECT_EQ(c.cp, 0xE9u);
     EXPECT_EQ(c.len, 2u);
     EXPECT_EQ(decode_utf8("").len, 0u);
-    EXPECT_EQ(decode_utf8("\xE2\x82").len, 0u); // incomplete
+    EXPECT_EQ(decode_utf8("\xE2\x82").len, 0u); // incomplete: both bytes could still begin one
+    EXPECT_EQ(decode_utf8("\xE2\x82").prefix, 2u);
+    EXPECT_EQ(decode_utf8("\xE2\x82\x41").prefix, 2u); // the maximal invalid prefix
+    EXPECT_EQ(decode_utf8("\xED\xA0\x80").prefix, 1u); // a surrogate: only its lead
+    EXPECT_EQ(decode_utf8("\x80").prefix, 0u);           // starts none
 }
