@@ -1,6 +1,7 @@
 // The benchmark's outputs: tables on the terminal, a markdown file and an SVG bar chart,
 // one section per engine set. Sets whose cells send a schema get a second table per answer:
 // tokens, draft counters, and how many answers matched the schema.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
@@ -123,9 +124,20 @@ function mdTable(lines) {
     ...lines.slice(1).map((l) => `| ${l.join(' | ')} |`)].join('\n') + '\n';
 }
 
+// The commit this checkout is at, for a report's "specd at commit ..." line.
+export function specdCommit() {
+  try {
+    const git = (...a) => execFileSync('git', a, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return git('rev-parse', '--short', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') ? ' with local changes' : '');
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
+}
+
 export function markdown(spec, rows, meta) {
   let md = `# Benchmark: ${spec.name}\n\n${spec.about}\n\n`;
   md += `Machine: ${meta.machine}. Date: ${meta.date}. Command: \`${meta.command}\`.\n`;
+  if (meta.how) md += `\n${meta.how}\n`;
   if (meta.engines && Object.keys(meta.engines).length) {
     md += '\nEngines, exactly as started (model paths shortened to their file names):\n\n';
     for (const [name, line] of Object.entries(meta.engines)) md += `- ${name}: \`${shortenPaths(line)}\`\n`;

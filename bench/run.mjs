@@ -1,10 +1,11 @@
-// The benchmark runner: reads a declarative cell file, and for each model pair and engine set
-// used by its cells starts the set's servers once, runs every cell `runs` times, prints the
+// The benchmark runner: reads a declarative cell file, runs every cell `runs` times on each
+// engine of its set (the servers taking turns, one at a time: bench/turns.mjs), prints the
 // tables and writes markdown + SVG + JSON.
 //   node bench/run.mjs bench/speculation.json --specd build/bin/specd --llama-server PATH
-//        --models DIR --out DIR [--cells NAME,NAME] [--runs N] [--num-predict N]
-// --cells, --runs and --num-predict override the file, for smoke runs. --keep EARLIER.json
-// takes the cells this run does not measure from an earlier run's results (with their command
+//        --models DIR --out DIR [--cells NAME,NAME] [--runs N] [--num-predict N] [--together]
+// --cells, --runs and --num-predict override the file, for smoke runs; --together keeps every
+// server of a set up for the whole run (faster; the report says its ratios carry start-order
+// bias). --keep EARLIER.json takes the cells this run does not measure from an earlier run's results (with their command
 // lines and that run's date and command), so one report covers every cell after some cells
 // were measured again.
 //
@@ -20,14 +21,19 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startSpecd, startLlamaServer, generate, residentMiB } from './servers.mjs';
+import { threadChoices, turns, turnsSentence } from './turns.mjs';
 import { b64, png } from '../tests/e2e/images.mjs';
-import { summarise, tables, markdown, shortenPaths, svg, write } from './report.mjs';
+import { summarise, tables, markdown, shortenPaths, specdCommit, svg, write } from './report.mjs';
 import { check } from './schema.mjs';
 
 function args() {
   const a = process.argv.slice(2);
   const out = { spec: a[0] };
-  for (let i = 1; i < a.length; i += 2) out[a[i].replace(/^--/, '')] = a[i + 1];
+  for (let i = 1; i < a.length; ++i) {
+    const key = a[i].replace(/^--/, '');
+    if (key === 'together') { out.together = true; continue; } // the only flag without a value
+    out[key] = a[++i];
+  }
   for (const k of ['spec', 'specd', 'llama-server', 'models', 'out']) {
     if (!out[k]) throw new Error(`missing --${k} (see the header of bench/run.mjs)`);
   }
@@ -59,42 +65,36 @@ function load(opt) {
 // "pair / engine" -> the command line that started it (and the threads specd chose).
 const commandLines = new Map();
 
-async function startServers(engines, opt, spec, pairName, storeDir) {
+// One server for `engine` (and the engines that share it).
+function startServer(engine, opt, spec, pairName, storeDir) {
   const target = path.resolve(opt.models, `${pairName}-target.gguf`);
   const draft = path.resolve(opt.models, `${pairName}-draft.gguf`);
-  const byServer = new Map();
-  const servers = [];
-  try {
-    for (const engine of engines) {
-      const shared = engine.server !== undefined ? byServer.get(engine.server) : undefined;
-      if (shared) { servers.push(shared); continue; }
-      const s = engine.kind === 'specd'
-        ? await startSpecd({ bin: opt.specd, modelsDir: storeDir, name: `bench-${pairName}`, target, draft,
-                             threads: engine.num_thread, numCtx: spec.num_ctx,
-                             mmproj: spec.projector ? path.resolve(opt.models, 'mmproj.gguf') : undefined })
-        : await startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
-                                   draftNMin: engine.draft_n_min, threads: spec.threads ?? os.cpus().length,
-                                   numCtx: spec.num_ctx, extraArgs: engine.args ?? [] });
-      commandLines.set(`${pairName} / ${engine.name}`, shortenPaths(s.commandLine) +
-        (engine.options ? `  (request options ${JSON.stringify(engine.options)})` : '') +
-        (s.threads ? `  -> threads ${JSON.stringify(s.threads)}` : ''));
-      if (engine.server !== undefined) byServer.set(engine.server, s);
-      servers.push(s);
-    }
-  } catch (e) {
-    await stopAll(servers);
-    throw e;
-  }
-  return servers;
+  return engine.kind === 'specd'
+    ? startSpecd({ bin: opt.specd, modelsDir: storeDir, name: `bench-${pairName}`, target, draft,
+                   threads: engine.num_thread, numCtx: spec.num_ctx,
+                   mmproj: spec.projector ? path.resolve(opt.models, 'mmproj.gguf') : undefined })
+    : startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
+                         draftNMin: engine.draft_n_min, threads: spec.threads ?? os.cpus().length,
+                         numCtx: spec.num_ctx, extraArgs: engine.args ?? [] });
 }
 
-async function stopAll(servers) {
-  for (const s of new Set(servers)) await s.stop();
+// The engines of a set by server process: engines with the same "server" share one, every
+// other engine has its own. Returns lists of engine indices.
+function serverGroups(engines) {
+  const groups = [];
+  const byName = new Map();
+  engines.forEach((e, i) => {
+    if (e.server === undefined) { groups.push([i]); return; }
+    if (!byName.has(e.server)) { byName.set(e.server, groups.length); groups.push([]); }
+    groups[byName.get(e.server)].push(i);
+  });
+  return groups;
 }
 
 const counters = ['drafted', 'accepted', 'forced', 'forced_accepted', 'grammar_truncated', 'grammar_truncated_rounds', 'grammar_no_legal_draft'];
 
-async function runCell(spec, cell, engines, servers) {
+// One cell's requests and what they measured, engine by engine.
+function cellRuns(spec, cell, engines) {
   const schema = cell.format !== undefined ? spec.schemas[cell.format] : undefined;
   const constrained = (e) => schema !== undefined && e.constrained !== false;
   // "{run}" in a prompt is replaced by the run's number: each run asks a different question
@@ -107,17 +107,13 @@ async function runCell(spec, cell, engines, servers) {
                                  draft: e.draft, schema: constrained(e) ? schema : undefined, images: images(run, e),
                                  options: e.options });
   const acc = engines.map(() => ({ tps: [], tokens: [], sums: {}, answers: [], text: null, prompt_tps: [], encode_ms: [],
-                                   image_tokens: [] }));
-  for (let i = 0; i < servers.length; ++i) await generate(servers[i], request(engines[i], 0)); // warm-up
-  // Runs interleave (run 1 of each engine, then run 2 ...), so a slow minute on a shared
-  // machine hits all engines alike, and the order rotates from run to run: an engine that
-  // always ran right after the same other one measured up to ~10% apart from its place in
-  // the order alone (bench/allocator.mjs has the measurement). With as many runs as engines
-  // every engine takes every place once.
-  for (let run = 0; run < spec.runs; ++run) {
-    for (let k = 0; k < servers.length; ++k) {
-      const i = (k + run) % servers.length;
-      const r = await generate(servers[i], request(engines[i], run + 1));
+                                   image_tokens: [], rss: null }));
+  return {
+    // A freshly started server's first request (graph allocation, thread pools): run 0's
+    // question, not measured.
+    warmUp: (server, i) => generate(server, request(engines[i], 0)),
+    async measure(server, i, run) {
+      const r = await generate(server, request(engines[i], run + 1));
       const a = acc[i];
       a.tps.push(r.tps);
       a.tokens.push(r.tokens);
@@ -128,35 +124,78 @@ async function runCell(spec, cell, engines, servers) {
         a.prompt_tps.push(r.prompt_tps);
         a.encode_ms.push(r.vision.encode_duration / 1e6 / r.vision.images);
         a.image_tokens.push(r.vision.image_tokens / r.vision.images);
+        a.rss = await residentMiB(server); // the last run's reading is reported
       }
       if (constrained(engines[i])) {
         a.answers.push(r.done_reason === 'length' ? { outcome: 'length' }
           : r.text === null ? { outcome: 'unreadable' }
           : ((err) => (err ? { outcome: 'invalid', error: err } : { outcome: 'valid' }))(check(schema, r.text)));
       }
+    },
+    results: () => engines.map((engine, i) => {
+      const a = acc[i];
+      const perRun = Object.fromEntries(counters.map((k) => [k, a.sums[k] !== undefined ? a.sums[k] / spec.runs : null]));
+      const tally = (o) => a.answers.filter((x) => x.outcome === o).length;
+      console.error(`${cell.name.padEnd(16)} ${engine.name.padEnd(24)} ${a.tps.map((t) => t.toFixed(1)).join(' ')} tok/s`);
+      return {
+        cell: cell.name, engine: engine.name, tps: a.tps, tokens: a.tokens,
+        accept_rate: a.sums.drafted > 0 ? a.sums.accepted / a.sums.drafted : null,
+        ...(cell.images ? { vision: { prompt_tps: a.prompt_tps, encode_ms: a.encode_ms, image_tokens: a.image_tokens,
+                                      images: cell.images.length, rss_mib: a.rss } } : {}),
+        ...(schema !== undefined ? {
+          counters: perRun,
+          answers: constrained(engine) ? { valid: tally('valid'), invalid: tally('invalid'), length: tally('length'),
+                                           unreadable: tally('unreadable'),
+                                           errors: [...new Set(a.answers.filter((x) => x.error).map((x) => x.error))] } : null,
+          last_text: a.text,
+        } : {}),
+      };
+    }),
+  };
+}
+
+// Every cell of one pair and engine set, `spec.runs` times. Runs interleave (run 1 of every
+// engine, then run 2 ...), so a slow minute on a shared machine hits all engines alike, and
+// the servers take turns (bench/turns.mjs): one at a time unless --together, in an order that
+// rotates from run to run (an engine that always ran right after the same other one measured
+// up to ~10% apart from its place in the order alone). Engines sharing a server rotate too.
+async function measureSet(opt, spec, pairName, set, cells, storeDir) {
+  const groups = serverGroups(set.engines);
+  const t = turns(groups.map((g) => () => startServer(set.engines[g[0]], opt, spec, pairName, storeDir)),
+                  { together: opt.together });
+  const runsOf = cells.map((cell) => cellRuns(spec, cell, set.engines));
+  try {
+    for (let run = 0; run < spec.runs; ++run) {
+      await t.visit(run, async (g, server, fresh) => {
+        const members = groups[g];
+        if (fresh) for (const i of members) await runsOf[0].warmUp(server, i);
+        for (const c of runsOf) {
+          for (let k = 0; k < members.length; ++k) await c.measure(server, members[(k + run) % members.length], run);
+        }
+      });
+      console.error(`${pairName} / ${Object.keys(spec.engine_sets).find((n) => spec.engine_sets[n] === set)}: run ${run + 1}/${spec.runs}`);
     }
+  } finally {
+    await t.close();
   }
-  const rss = [];
-  for (const s of servers) rss.push(cell.images ? await residentMiB(s) : null);
-  return engines.map((engine, i) => {
-    const a = acc[i];
-    const perRun = Object.fromEntries(counters.map((k) => [k, a.sums[k] !== undefined ? a.sums[k] / spec.runs : null]));
-    const tally = (o) => a.answers.filter((x) => x.outcome === o).length;
-    console.error(`${cell.name.padEnd(16)} ${engine.name.padEnd(24)} ${a.tps.map((t) => t.toFixed(1)).join(' ')} tok/s`);
-    return {
-      cell: cell.name, engine: engine.name, tps: a.tps, tokens: a.tokens,
-      accept_rate: a.sums.drafted > 0 ? a.sums.accepted / a.sums.drafted : null,
-      ...(cell.images ? { vision: { prompt_tps: a.prompt_tps, encode_ms: a.encode_ms, image_tokens: a.image_tokens,
-                                    images: cell.images.length, rss_mib: rss[i] } } : {}),
-      ...(schema !== undefined ? {
-        counters: perRun,
-        answers: constrained(engine) ? { valid: tally('valid'), invalid: tally('invalid'), length: tally('length'),
-                                         unreadable: tally('unreadable'),
-                                         errors: [...new Set(a.answers.filter((x) => x.error).map((x) => x.error))] } : null,
-        last_text: a.text,
-      } : {}),
-    };
+  groups.forEach((members, g) => {
+    for (const i of members) {
+      const engine = set.engines[i];
+      commandLines.set(`${pairName} / ${engine.name}`, shortenPaths(t.starts[g][0].commandLine) +
+        (engine.options ? `  (request options ${JSON.stringify(engine.options)})` : '') + threadChoices(t.starts[g]));
+    }
   });
+  return runsOf.flatMap((c) => c.results());
+}
+
+// How the engines were built and run, for the report's opening paragraph.
+function howRun(opt) {
+  return `specd at commit ${specdCommit()}, with its defaults: thread counts measured at load (shown after each command ` +
+    'line, as /api/ps gave them after the load) and weights read into memory (Ollama\'s default for CPU loads). ' +
+    'llama-server is built by `scripts/llama.sh server` from the same pinned tree with upstream\'s default options ' +
+    '(OpenMP on, shared libraries; only its tools narrowed to llama-server) and started as its users start it: ' +
+    '`-t` the machine\'s CPU count (the count specd may use), draft threads, n-min and slots left at their defaults, ' +
+    `weights mapped from the file (its default). ${turnsSentence(Boolean(opt.together))}`;
 }
 
 async function main() {
@@ -169,13 +208,7 @@ async function main() {
       for (const [setName, set] of Object.entries(spec.engine_sets)) {
         const cells = spec.cells.filter((c) => c.pair === pairName && c.engines === setName);
         if (cells.length === 0) continue;
-        // Every engine of a set is up at once, for all its cells of this pair.
-        const servers = await startServers(set.engines, opt, spec, pairName, storeDir);
-        try {
-          for (const cell of cells) results.push(...await runCell(spec, cell, set.engines, servers));
-        } finally {
-          await stopAll(servers);
-        }
+        results.push(...await measureSet(opt, spec, pairName, set, cells, storeDir));
       }
     }
   } finally {
@@ -204,7 +237,7 @@ async function main() {
   let command = `scripts/bench.sh${extra || path.basename(opt.spec) !== 'speculation.json' ? ` ${opt.spec}${extra}` : ''}`;
   if (earlier) command += ` --keep ${path.basename(opt.keep)}; ${[...keptCells].join(', ')} measured ${earlier.meta.date} by "${earlier.meta.command}"`;
   const meta = { machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}`, date: new Date().toISOString().slice(0, 10),
-                 command, engines: Object.fromEntries(commandLines) };
+                 command, how: howRun(opt), engines: Object.fromEntries(commandLines) };
   write(path.join(opt.out, `${spec.name}.md`), markdown(spec, rows, meta));
   write(path.join(opt.out, `${spec.name}.svg`), svg(spec, rows));
   write(path.join(opt.out, `${spec.name}.json`), JSON.stringify({ meta, results, rows }, null, 2));

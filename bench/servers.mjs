@@ -59,6 +59,8 @@ async function start(cmd, args, env, readyPath, port) {
   };
 }
 
+const created = new Set(); // models created in this process: binary, store, name, Modelfile
+
 // specd with a private store holding `name` = target + draft. Its thread counts are its own
 // choice (measured at load) unless `threads` sets num_thread.
 export async function startSpecd({ bin, modelsDir, name, target, draft, threads, numCtx, mmproj, env: extraEnv = {} }) {
@@ -70,8 +72,14 @@ export async function startSpecd({ bin, modelsDir, name, target, draft, threads,
   fs.mkdirSync(modelsDir, { recursive: true });
   const text = `FROM ${target}\n${mmproj ? `FROM ${mmproj}\n` : ''}DRAFT ${draft}\n` +
     `${threads ? `PARAMETER num_thread ${threads}\n` : ''}PARAMETER num_ctx ${numCtx}\n`;
-  fs.writeFileSync(modelfile, text);
-  execFileSync(bin, ['create', name, '-f', modelfile], { env: { ...process.env, SPECD_MODELS: modelsDir, SPECD_HOST: '127.0.0.1:1' }, stdio: 'ignore' });
+  // A server started again for its next turn (bench/turns.mjs) serves the model it created
+  // before: creating it again would hash every weight file on each start.
+  const key = `${bin}\n${modelsDir}\n${name}\n${text}`;
+  if (!created.has(key)) {
+    fs.writeFileSync(modelfile, text);
+    execFileSync(bin, ['create', name, '-f', modelfile], { env: { ...process.env, SPECD_MODELS: modelsDir, SPECD_HOST: '127.0.0.1:1' }, stdio: 'ignore' });
+    created.add(key);
+  }
   const server = await start(bin, ['serve'], env, '/api/version', port);
   const threadsUsed = await loadedThreads(server.url, name);
   return { ...server, kind: 'specd', name, threads: threadsUsed,
