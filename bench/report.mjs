@@ -124,11 +124,12 @@ function mdTable(lines) {
     ...lines.slice(1).map((l) => `| ${l.join(' | ')} |`)].join('\n') + '\n';
 }
 
-// The commit this checkout is at, for a report's "specd at commit ..." line.
+// The commit this checkout is at, for a report's "specd at commit ..." line (reports already
+// written by this bench run do not count as local changes).
 export function specdCommit() {
   try {
     const git = (...a) => execFileSync('git', a, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    return git('rev-parse', '--short', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') ? ' with local changes' : '');
+    return git('rev-parse', '--short', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no', '--', '.', ':!bench/results') ? ' with local changes' : '');
   } catch {
     return 'unknown (not a git checkout)';
   }
