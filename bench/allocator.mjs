@@ -9,7 +9,7 @@
 //
 //   node bench/allocator.mjs --bins NAME=BIN,NAME=BIN --fixtures DIR [--runs 8] [--num-predict 128]
 //        [--target GGUF --draft GGUF] [--mmproj GGUF] [--threads N] [--num-ctx 1024] [--one-at-a-time]
-//        [--out DIR]
+//        [--env NAME:KEY=VALUE ...] [--out DIR]
 // The pair is the fixtures' (pair-target.gguf, pair-draft.gguf) unless --target and --draft
 // name another, e.g. one of the benchmark pairs (bench/make-models.sh), or the vision
 // fixture (vision-text.gguf with pair-draft.gguf and --mmproj vision-mmproj.gguf). --threads
@@ -27,6 +27,15 @@ const bins = opt('bins', '').split(',').filter(Boolean).map((b) => {
   if (!name || !bin) throw new Error(`--bins takes NAME=BIN,NAME=BIN, not "${b}"`);
   return { name, bin };
 });
+// --env NAME:KEY=VALUE (repeatable) sets a variable for one binary's server only, so that one
+// binary can be compared with itself under another setting (e.g. SPECD_RUNNERS=thread).
+for (let i = 2; i < process.argv.length - 1; ++i) {
+  if (process.argv[i] !== '--env') continue;
+  const m = /^([^:]+):([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(process.argv[i + 1]);
+  const b = m && bins.find((x) => x.name === m[1]);
+  if (!b) throw new Error(`--env takes NAME:KEY=VALUE for a NAME of --bins, not "${process.argv[i + 1]}"`);
+  (b.env ??= {})[m[2]] = m[3];
+}
 const fixtures = opt('fixtures');
 // Every binary goes first in as many runs as every other (see the rotation below): with an
 // odd count for two binaries the one listed second followed the other in one run more, and
@@ -83,9 +92,11 @@ const servers = [];
 // the 2-core bench machine, the one started second faster, in either order of visits: more
 // than most differences worth measuring. Slower (a load per turn), but free of that.
 const oneAtATime = process.argv.includes('--one-at-a-time');
-const start = (b) => startSpecd({ bin: b.bin, modelsDir: path.join(store, b.name), name: 'pair', numCtx, target, draft, mmproj, threads });
+const start = (b) => startSpecd({ bin: b.bin, modelsDir: path.join(store, b.name), name: 'pair', numCtx, target, draft, mmproj, threads,
+                                   env: b.env });
 try {
   const values = cells.map(() => bins.map(() => []));
+  const loads = bins.map(() => []); // --one-at-a-time: each start's load request, seconds
   if (!oneAtATime) {
     for (const b of bins) servers.push(await start(b));
     for (const s of servers) for (const c of cells) await measure(s, c, -1); // warm-up
@@ -97,6 +108,7 @@ try {
     for (let k = 0; k < bins.length; ++k) {
       const bi = (k + run) % bins.length;
       const server = oneAtATime ? await start(bins[bi]) : servers[bi];
+      if (oneAtATime) loads[bi][run] = server.loadSeconds;
       try {
         if (oneAtATime) for (const c of cells) await measure(server, c, -1); // warm-up
         for (const [ci, c] of cells.entries()) values[ci][bi][run] = await measure(server, c, run);
@@ -117,6 +129,13 @@ try {
     const cols = values[ci].map((xs) => `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}-${Math.max(...xs).toFixed(d)})`);
     const ratios = values[ci].slice(1).map((xs) => median(xs.map((x, run) => x / values[ci][0][run])).toFixed(3));
     lines.push(`| ${c.name} | ${c.unit} | ${cols.join(' | ')} | ${ratios.join(' | ')} |`);
+  }
+  if (oneAtATime) {
+    // The first request after a start: the model's load (an empty generate), as /api/generate
+    // answers it: the weights read, contexts made, threads measured.
+    const cols = loads.map((xs) => `${median(xs).toFixed(3)} (${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)})`);
+    const ratios = loads.slice(1).map((xs) => median(xs.map((x, run) => x / loads[0][run])).toFixed(3));
+    lines.push(`| load: the first request after a start (an empty generate) | s | ${cols.join(' | ')} | ${ratios.join(' | ')} |`);
   }
   const imageCell = cells.findIndex((c) => c.image);
   if (imageCell >= 0) {

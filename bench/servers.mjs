@@ -81,12 +81,14 @@ export async function startSpecd({ bin, modelsDir, name, target, draft, threads,
     created.add(key);
   }
   const server = await start(bin, ['serve'], env, '/api/version', port);
+  const t0 = performance.now();
   const threadsUsed = await loadedThreads(server.url, name);
-  return { ...server, kind: 'specd', name, threads: threadsUsed,
+  return { ...server, kind: 'specd', name, threads: threadsUsed, loadSeconds: (performance.now() - t0) / 1000,
            commandLine: `${server.commandLine}  (Modelfile: ${text.trim().replaceAll('\n', '; ')})` };
 }
 
-// Loads the model (an empty request) and reads the thread counts specd chose for it.
+// Loads the model (an empty request; its wall time is the server's loadSeconds) and reads the
+// thread counts specd chose for it.
 async function loadedThreads(url, name) {
   await fetch(`${url}/api/generate`, { method: 'POST', body: JSON.stringify({ model: name }) });
   const ps = await (await fetch(`${url}/api/ps`)).json();

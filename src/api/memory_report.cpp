@@ -89,7 +89,7 @@ json memory_debug_json(const memory::LedgerSnapshot & ledger, const memory::Prom
     }
     return {{"buckets", bucket_json(ledger.buckets)},
             {"request_buckets_zero", request_zero},
-            {"resident_bytes", memory::resident_bytes()},
+            {"resident_bytes", memory::resident_bytes_with_children()},
             {"allocator", allocator_json(memory::allocator_stats())},
             {"owners", owners},
             {"models", models},
@@ -114,7 +114,7 @@ std::string memory_metrics(const memory::LedgerSnapshot & ledger, const memory::
         }
     }
     out << "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
-        << "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes " << memory::resident_bytes() << "\n";
+        << "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes " << memory::resident_bytes_with_children() << "\n";
     const memory::AllocatorStats alloc = memory::allocator_stats();
     out << "# HELP specd_allocator_info The malloc this server runs on.\n# TYPE specd_allocator_info gauge\n"
         << "specd_allocator_info{name=\"" << alloc.name << "\",version=\"" << alloc.version << "\"} 1\n"

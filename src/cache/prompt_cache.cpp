@@ -59,6 +59,14 @@ void PromptCache::remove_locked(const std::shared_ptr<CacheEntry> & e) {
     entries_.erase(e->id); // the bytes go when the last holder lets go (a restoring request)
 }
 
+void PromptCache::set_budget(size_t budget_bytes) {
+    if (!enabled() || budget_bytes == 0) return;
+    std::lock_guard lock(mu_);
+    budget_              = budget_bytes;
+    counts_.budget_bytes = budget_bytes;
+    make_room_locked(0);
+}
+
 bool PromptCache::make_room_locked(size_t bytes) {
     while (bytes_ + bytes > budget_) {
         // The least recently used entry no request is holding. A linear scan: entries are

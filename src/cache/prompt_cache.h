@@ -14,6 +14,7 @@
 #include "memory/ledger.h"
 #include "memory/prompt_cache_stats.h"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -53,6 +54,10 @@ class PromptCache {
 
     bool   enabled() const { return budget_ > 0; }
     size_t budget_bytes() const { return budget_; }
+    // A new budget for an enabled cache (never 0: a cache is enabled or not from its start):
+    // the least recently used entries no request holds go until it fits. A runner process's
+    // cache gets its share of the server's budget this way when models load or unload.
+    void   set_budget(size_t budget_bytes);
 
     struct Hit {
         std::shared_ptr<const CacheEntry> entry; // null: nothing shares a prefix
@@ -79,7 +84,7 @@ class PromptCache {
     void remove_locked(const std::shared_ptr<CacheEntry> & e);
     bool make_room_locked(size_t bytes);
 
-    const size_t                                          budget_;
+    std::atomic<size_t>                                   budget_;
     memory::OwnerHandle                                   owner_;
     mutable std::mutex                                    mu_;
     std::map<std::string, PromptTrie>                     tries_;   // by namespace

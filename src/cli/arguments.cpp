@@ -23,6 +23,7 @@ struct Parsed {
     std::string              cp_source, cp_destination;
     std::string              help_topic;
     std::string              think;      // --think's value; "" when the flag is absent
+    int                      runner_fd = -1;
     bool                     nowordwrap = false;
 };
 
@@ -33,6 +34,10 @@ void add_commands(CLI::App & app, Parsed & p) {
     serve->add_flag("--no-draft", p.serve.no_draft, "Never draft (no speculative decoding); as SPECD_NO_DRAFT=1");
     serve->add_option("--parallel", p.serve.parallel,
                       "Sequences decoded together per model (0: from the memory budget); overrides SPECD_NUM_PARALLEL");
+
+    // Not a user command: the server starts one per loaded model (docs/process.md).
+    auto * runner = app.add_subcommand("runner", "A model runner process, started by the server")->group("");
+    runner->add_option("--fd", p.runner_fd, "The socket to the server")->required();
 
     auto * create = app.add_subcommand("create", "Create a model from a Modelfile");
     create->add_option("MODEL", p.create.name, "Name of the new model")->required();
@@ -114,6 +119,7 @@ CLI::App * chosen(CLI::App & app) {
 
 int dispatch(CLI::App & app, const std::string & name, Parsed & p) {
     if (name == "serve") return cmd_serve(p.serve);
+    if (name == "runner") return cmd_runner(p.runner_fd);
     if (name == "create") return cmd_create(p.create);
     if (name == "show") return cmd_show(p.show);
     if (name == "run") {

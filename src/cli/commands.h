@@ -50,6 +50,7 @@ struct TransferOptions { // pull and push
 };
 
 int cmd_serve(const ServeOptions & o);
+int cmd_runner(int fd); // the server's model runner process (not a user command)
 int cmd_create(const CreateOptions & o);
 int cmd_run(const RunOptions & o);
 int cmd_list();

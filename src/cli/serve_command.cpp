@@ -11,12 +11,15 @@
 #include "memory/ledger.h"
 #include "models/store.h"
 #include "prepare/options.h"
+#include "process/child_process.h"
+#include "process/runner_process.h"
 #include "scheduler/load_estimate.h"
 #include "scheduler/scheduler.h"
 
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
+#include <memory>
 #include <pthread.h>
 #include <thread>
 
@@ -89,6 +92,7 @@ int cmd_serve(const ServeOptions & o) {
     std::filesystem::path      models_dir;
     size_t                     prompt_cache_bytes = cache::default_prompt_cache_budget();
     scheduler::SchedulerConfig sched;
+    bool                       runner_processes = true; // each loaded model in a process of its own
     try {
         HostPort hp = o.host ? parse_host(*o.host) : configured_host();
         if (o.models) models_dir = *o.models;
@@ -119,6 +123,10 @@ int cmd_serve(const ServeOptions & o) {
         }
         cfg.limits = connection_limits();
         if (auto v = setting("PROMPT_CACHE")) prompt_cache_bytes = *v == "0" ? 0 : parse_byte_size(*v);
+        if (auto v = setting("RUNNERS")) {
+            if (*v == "thread") runner_processes = false;
+            else if (*v != "process") throw std::invalid_argument("RUNNERS must be process or thread, not \"" + *v + "\"");
+        }
         sched.default_keep_alive = default_keep_alive();
         // Loaded models may use most of the machine's memory; the rest is left to the system.
         if (sched.memory_budget == 0) sched.memory_budget = scheduler::physical_memory_bytes() / 10 * 9;
@@ -136,12 +144,19 @@ int cmd_serve(const ServeOptions & o) {
     std::signal(SIGPIPE, SIG_IGN);
 
     try {
-        // The composition root: the store, the prompt cache and the scheduler that the server
-        // serves, destroyed after it (in reverse order).
-        models::Store        store(models_dir);
-        cache::PromptCache   prompt_cache(prompt_cache_bytes, memory::process_ledger());
-        scheduler::Scheduler scheduler(sched, &prompt_cache);
-        api::Server          server(cfg, {store, scheduler, [&prompt_cache] { return prompt_cache.stats(); }});
+        // The composition root: the store, the runners (each model in a process of its own,
+        // with its own prompt cache; or, with SPECD_RUNNERS=thread, on threads of this one,
+        // sharing one prompt cache) and the scheduler that the server serves, destroyed after
+        // it (in reverse order).
+        models::Store                       store(models_dir);
+        process::RunnerProcesses            runners({process::own_executable(), std::make_shared<process::CacheShare>(prompt_cache_bytes)});
+        std::unique_ptr<cache::PromptCache> shared_cache;
+        if (!runner_processes) shared_cache = std::make_unique<cache::PromptCache>(prompt_cache_bytes, memory::process_ledger());
+        scheduler::Scheduler scheduler(sched, shared_cache.get(),
+                                       runner_processes ? runners.factory() : scheduler::RunnerFactory{});
+        api::Server          server(cfg, {store, scheduler, [&] {
+                                          return shared_cache ? shared_cache->stats() : runners.cache_stats();
+                                      }});
         server.bind();
         std::thread watcher([&] {
             int sig = 0;

@@ -1,6 +1,7 @@
 #include "metrics/registry.h"
 
 #include <sstream>
+#include <vector>
 
 namespace specd::metrics {
 
@@ -29,6 +30,53 @@ std::string Histogram::exposition(const std::string & name, const std::string & 
     out << name << "_sum " << sum_.load(std::memory_order_relaxed) << "\n";
     out << name << "_count " << count_.load(std::memory_order_relaxed) << "\n";
     return out.str();
+}
+
+void Histogram::append_sample(std::vector<double> & out) const {
+    for (const auto & b : buckets_) out.push_back(double(b.load(std::memory_order_relaxed)));
+    out.push_back(double(count_.load(std::memory_order_relaxed)));
+    out.push_back(sum_.load(std::memory_order_relaxed));
+}
+
+size_t Histogram::add_difference(const std::vector<double> & now, const std::vector<double> & before, size_t at) {
+    const auto delta = [&](size_t i) { return now[i] - (i < before.size() ? before[i] : 0.0); };
+    for (auto & b : buckets_) b.fetch_add(int64_t(delta(at++)), std::memory_order_relaxed);
+    count_.fetch_add(int64_t(delta(at++)), std::memory_order_relaxed);
+    const double d = delta(at++);
+    double old = sum_.load(std::memory_order_relaxed);
+    while (!sum_.compare_exchange_weak(old, old + d, std::memory_order_relaxed)) {}
+    return at;
+}
+
+// The counters in sample order (the order of the struct), const or not.
+template <class Self, class Fn> void ServerMetrics::each_counter(Self & m, Fn && fn) {
+    for (auto * c : {&m.requests_total, &m.request_errors_total, &m.prompt_tokens_total, &m.generated_tokens_total,
+                     &m.spec_rounds_total, &m.spec_drafted_total, &m.spec_accepted_total, &m.spec_zero_k_rounds_total,
+                     &m.spec_probes_total, &m.spec_forced_total, &m.spec_forced_accepted_total,
+                     &m.spec_grammar_truncated_total, &m.spec_grammar_truncated_rounds_total,
+                     &m.spec_grammar_no_legal_draft_total, &m.queue_rejected_total, &m.model_evictions_total,
+                     &m.model_loads_total}) {
+        fn(*c);
+    }
+}
+
+std::vector<double> ServerMetrics::sample() const {
+    std::vector<double> out;
+    each_counter(*this, [&](const Counter & c) { out.push_back(double(c.value())); });
+    spec_depth.append_sample(out);
+    batch_requests.append_sample(out);
+    return out;
+}
+
+void ServerMetrics::add_difference(const std::vector<double> & now, const std::vector<double> & before) {
+    if (now.size() != sample().size() || (!before.empty() && before.size() != now.size())) return;
+    size_t at = 0;
+    each_counter(*this, [&](Counter & c) {
+        c.add(int64_t(now[at] - (before.empty() ? 0.0 : before[at])));
+        ++at;
+    });
+    at = spec_depth.add_difference(now, before, at);
+    batch_requests.add_difference(now, before, at);
 }
 
 std::string ServerMetrics::exposition() const {

@@ -25,6 +25,11 @@ class Histogram {
     void observe(double v, int64_t times = 1);
     // "# TYPE" line and every series of this histogram under `name`.
     std::string exposition(const std::string & name, const std::string & help) const;
+    // Its buckets, then count, then sum (see ServerMetrics::sample).
+    void append_sample(std::vector<double> & out) const;
+    // Adds (now - before) from two samples of a histogram with the same bounds, starting at
+    // `at`; returns the index after it.
+    size_t add_difference(const std::vector<double> & now, const std::vector<double> & before, size_t at);
 
   private:
     std::vector<double>                bounds_;
@@ -55,6 +60,17 @@ struct ServerMetrics {
     Counter   model_loads_total;     // models loaded (weights read), for any reason
 
     std::string exposition() const;
+
+    // Every counter and histogram as numbers, in a fixed order. A runner process sends its
+    // samples to the server, which adds what grew since the previous one: the server's /metrics
+    // then counts the work of every runner, those that ended included.
+    std::vector<double> sample() const;
+    // Adds (now - before), two samples of another ServerMetrics; samples of another length
+    // (another build) are ignored.
+    void add_difference(const std::vector<double> & now, const std::vector<double> & before);
+
+  private:
+    template <class Self, class Fn> static void each_counter(Self & self, Fn && fn);
 };
 
 // The process's metrics (one server per process).

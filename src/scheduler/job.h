@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -30,10 +31,19 @@ struct Event {
     std::vector<TokenLogprob> logprobs = {};      // text: the tokens this piece completes, when asked
 };
 
-// Single producer (the model's runner), single consumer (the HTTP connection).
+// Single producer (the model's runner), single consumer (the HTTP connection), or, once
+// forward() was called, a function that takes each event as it is pushed (a runner process
+// sends them to the server that way).
 class EventChannel {
   public:
+    // Before the first push only.
+    void forward(std::function<void(Event)> sink) { sink_ = std::move(sink); }
+
     void push(Event e) {
+        if (sink_) {
+            sink_(std::move(e));
+            return;
+        }
         {
             std::lock_guard lock(mu_);
             events_.push_back(std::move(e));
@@ -51,16 +61,21 @@ class EventChannel {
     }
 
   private:
-    std::mutex              mu_;
-    std::condition_variable cv_;
-    std::deque<Event>       events_;
+    std::mutex                 mu_;
+    std::condition_variable    cv_;
+    std::deque<Event>          events_;
+    std::function<void(Event)> sink_;
 };
 
 struct Job {
-    GenerateRequest   request;
-    std::atomic<bool> cancel{false};
-    EventChannel      events;
-    int64_t           enqueued_ns = 0;
+    GenerateRequest       request;
+    std::atomic<bool>     cancel{false};
+    EventChannel          events;
+    int64_t               enqueued_ns = 0;
+    // Called on the runner's thread when the job leaves the queue to be served (before its
+    // model loads): from then on a runner that dies takes the job with it, while a job
+    // still queued can go to the next runner.
+    std::function<void()> on_start;
 };
 
 } // namespace specd::scheduler

@@ -26,7 +26,7 @@ int64_t now_ns() {
 // until it has ended, either way.
 struct LoadAdmission {
     LoadArbiter *  arbiter;
-    const Runner & runner;
+    const ModelRunner & runner;
     ~LoadAdmission() {
         if (arbiter) arbiter->end_load(runner);
     }
@@ -34,7 +34,7 @@ struct LoadAdmission {
 
 } // namespace
 
-ModelInstance::ModelInstance(const RunnerConfig & cfg, const Runner & runner) : cfg_(cfg), runner_(runner) {}
+ModelInstance::ModelInstance(const RunnerConfig & cfg, const ModelRunner & runner) : cfg_(cfg), runner_(runner) {}
 
 ModelInstance::~ModelInstance() { unload(); }
 

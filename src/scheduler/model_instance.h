@@ -32,7 +32,7 @@ namespace specd::scheduler {
 class ModelInstance {
   public:
     // `runner` is who the memory budget's arbiter sees asking for room.
-    ModelInstance(const RunnerConfig & cfg, const Runner & runner);
+    ModelInstance(const RunnerConfig & cfg, const ModelRunner & runner);
     ~ModelInstance();
     ModelInstance(const ModelInstance &)             = delete;
     ModelInstance & operator=(const ModelInstance &) = delete;
@@ -72,7 +72,7 @@ class ModelInstance {
 
   private:
     const RunnerConfig & cfg_;
-    const Runner &       runner_;
+    const ModelRunner &  runner_;
 
     int                                   n_seq_ = 1; // sequences of the loaded model's sessions
     std::shared_ptr<engine::Model>        model_;

@@ -264,6 +264,7 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
     // Another context means another session: it waits until the running ones have ended.
     if (!active_.empty() && (model_->needs_load(req, context) || !model_->session().can_start())) return false;
 
+    if (job->on_start) job->on_start();
     auto   a    = std::make_unique<Active>(job, ++served_);
     Active & ac = *a;
     try {

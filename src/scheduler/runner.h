@@ -3,9 +3,8 @@
 // llama.cpp object of the model (load, generate, unload all happen there). Up to the model's
 // parallel sequences run at once: each step decodes one batch for all of them, and queued
 // jobs join between steps in arrival order.
-#include "cache/prompt_cache.h"
-#include "engine/live_counters.h"
 #include "scheduler/job.h"
+#include "scheduler/model_runner.h"
 
 #include <atomic>
 #include <chrono>
@@ -20,76 +19,21 @@
 
 namespace specd::scheduler {
 
-class Runner;
 class ModelInstance;
 
-// What a runner asks of the scheduler before it loads a model.
-class LoadArbiter {
-  public:
-    virtual ~LoadArbiter() = default;
-    // Makes room for `bytes` more (unloading idle models, least recently used first) and
-    // returns how many bytes of the budget are free for `requester` once it has. From then
-    // until end_load(requester), the load counts as a loaded model of `bytes`, so that loads
-    // admitted together stay within the limits. Throws specd::Error when it cannot:
-    // bad_request when the model alone is over the budget, busy when the models that would
-    // have to go are in use (or still loading).
-    virtual uint64_t make_room(const Runner & requester, uint64_t bytes) = 0;
-    // The load admitted by make_room has ended: the model is loaded (and counts as such) or
-    // failed. Harmless when none was admitted.
-    virtual void end_load(const Runner & requester) = 0;
-};
-
-struct LoadedInfo {
-    std::string                                        name;
-    std::string                                        digest;
-    uint64_t                                           size_bytes = 0;
-    uint32_t                                           context_length = 0;
-    int                                                parallel = 1; // sequences decoded together
-    std::optional<std::chrono::system_clock::time_point> expires_at; // nullopt: never
-    std::string                                        family;
-    std::string                                        parameter_size;
-    std::string                                        quantization_level;
-    uint64_t                                           memory_owner = 0; // its owner id in the ledger
-    // CPU threads (measured at load unless num_thread set them): one-token steps, batches,
-    // and the draft model's one-token steps (0: no draft model).
-    int32_t                                            threads = 0;
-    int32_t                                            threads_batch = 0;
-    int32_t                                            draft_threads = 0;
-    // Its work: sequences generating and jobs waiting, and what its requests did so far
-    // (refreshed while they run, a few times a second, and at each request's end).
-    int                                                running = 0;
-    size_t                                             queued  = 0;
-    engine::LiveCounters                               live;
-};
-
-struct RunnerConfig {
-    size_t               max_queue = 512;
-    KeepAlive            default_keep_alive = std::chrono::minutes(5);
-    cache::PromptCache * cache        = nullptr; // shared with the other runners; may be null
-    int                  num_parallel = 0;       // 0: chosen from the memory budget at load
-    LoadArbiter *        arbiter      = nullptr; // null: no memory budget
-};
-
-class Runner {
+class Runner final : public ModelRunner {
   public:
     explicit Runner(RunnerConfig cfg);
-    ~Runner(); // cancels queued and running jobs, and unloads
+    ~Runner() override; // cancels queued and running jobs, and unloads
     Runner(const Runner &)             = delete;
     Runner & operator=(const Runner &) = delete;
 
-    // False when the queue is full.
-    bool enqueue(std::shared_ptr<Job> job);
-
-    std::optional<LoadedInfo> loaded() const;
-
-    // For the scheduler's memory budget: the bytes the loaded model holds (0 when none),
-    // whether it has no work (running or queued), and when it last finished a job.
-    uint64_t footprint() const;
-    bool     idle() const;
-    int64_t  last_used_ns() const { return last_used_ns_.load(); }
-    // Unloads the model on the runner's thread if it is idle, and waits for it; false when
-    // the runner had work (or nothing loaded).
-    bool     unload_if_idle();
+    bool                      enqueue(std::shared_ptr<Job> job) override;
+    std::optional<LoadedInfo> loaded() const override;
+    uint64_t                  footprint() const override;
+    bool                      idle() const override;
+    int64_t                   last_used_ns() const override { return last_used_ns_.load(); }
+    bool                      unload_if_idle() override; // on the runner's thread, waited for
 
   private:
     struct Active; // a generation running on one of the session's sequences

@@ -17,6 +17,13 @@ std::string gib(uint64_t bytes) {
 
 } // namespace
 
+Scheduler::Scheduler(SchedulerConfig cfg, cache::PromptCache * cache, RunnerFactory make_runner) :
+    cfg_(cfg), cache_(cache), make_runner_(std::move(make_runner)) {
+    if (!make_runner_) {
+        make_runner_ = [](const std::string &, const RunnerConfig & rc) { return std::make_shared<Runner>(rc); };
+    }
+}
+
 std::shared_ptr<Job> Scheduler::submit(GenerateRequest req) {
     auto job     = std::make_shared<Job>();
     job->request = std::move(req);
@@ -24,11 +31,11 @@ std::shared_ptr<Job> Scheduler::submit(GenerateRequest req) {
     if (stopping_) throw Error(ErrorKind::busy, "server is shutting down");
     auto & runner = runners_[job->request.model.name];
     if (!runner) {
-        runner = std::make_shared<Runner>(RunnerConfig{.max_queue          = cfg_.max_queue,
-                                                       .default_keep_alive = cfg_.default_keep_alive,
-                                                       .cache              = cache_,
-                                                       .num_parallel       = cfg_.num_parallel,
-                                                       .arbiter            = this});
+        runner = make_runner_(job->request.model.name, RunnerConfig{.max_queue          = cfg_.max_queue,
+                                                                    .default_keep_alive = cfg_.default_keep_alive,
+                                                                    .cache              = cache_,
+                                                                    .num_parallel       = cfg_.num_parallel,
+                                                                    .arbiter            = this});
     }
     if (!runner->enqueue(job)) {
         metrics::server_metrics().queue_rejected_total.add();
@@ -46,7 +53,7 @@ std::vector<LoadedInfo> Scheduler::loaded() const {
     return out;
 }
 
-uint64_t Scheduler::make_room(const Runner & requester, uint64_t bytes) {
+uint64_t Scheduler::make_room(const ModelRunner & requester, uint64_t bytes) {
     const uint64_t budget = cfg_.memory_budget > 0 ? cfg_.memory_budget : UINT64_MAX;
     if (bytes > budget) {
         throw bad_request("the model needs about " + gib(bytes) + ", more than the memory budget of " + gib(budget) +
@@ -54,7 +61,7 @@ uint64_t Scheduler::make_room(const Runner & requester, uint64_t bytes) {
     }
     const size_t max_loaded = cfg_.max_loaded_models;
     for (;;) {
-        std::vector<std::shared_ptr<Runner>> idle;
+        std::vector<std::shared_ptr<ModelRunner>> idle;
         {
             // Loads admitted earlier and still running count as loaded: the decision and the
             // admission are one step under mu_, so two loads never take the same room.
@@ -101,13 +108,13 @@ uint64_t Scheduler::make_room(const Runner & requester, uint64_t bytes) {
     }
 }
 
-void Scheduler::end_load(const Runner & requester) {
+void Scheduler::end_load(const ModelRunner & requester) {
     std::lock_guard lock(mu_);
     loading_.erase(&requester);
 }
 
 void Scheduler::shutdown() {
-    std::map<std::string, std::shared_ptr<Runner>> runners;
+    std::map<std::string, std::shared_ptr<ModelRunner>> runners;
     {
         std::lock_guard lock(mu_);
         stopping_ = true;

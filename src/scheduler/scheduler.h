@@ -26,8 +26,9 @@ struct SchedulerConfig {
 
 class Scheduler final : private LoadArbiter {
   public:
-    // `cache` (may be null) outlives the scheduler.
-    Scheduler(SchedulerConfig cfg, cache::PromptCache * cache) : cfg_(cfg), cache_(cache) {}
+    // `cache` (may be null) outlives the scheduler. `make_runner` makes each model's runner;
+    // unset: a Runner on a thread of this process.
+    Scheduler(SchedulerConfig cfg, cache::PromptCache * cache, RunnerFactory make_runner = {});
     ~Scheduler() override { shutdown(); }
 
     // Queues the job on its model's runner; throws specd::Error(busy) when the queue is full.
@@ -39,14 +40,15 @@ class Scheduler final : private LoadArbiter {
     void shutdown();
 
   private:
-    uint64_t make_room(const Runner & requester, uint64_t bytes) override;
-    void     end_load(const Runner & requester) override;
+    uint64_t make_room(const ModelRunner & requester, uint64_t bytes) override;
+    void     end_load(const ModelRunner & requester) override;
 
     SchedulerConfig                                cfg_;
-    cache::PromptCache *                           cache_;
-    mutable std::mutex                             mu_;
-    std::map<std::string, std::shared_ptr<Runner>> runners_; // by model name
-    std::map<const Runner *, uint64_t>             loading_; // loads admitted by make_room and not ended: their bytes
+    cache::PromptCache *                                cache_;
+    RunnerFactory                                       make_runner_;
+    mutable std::mutex                                  mu_;
+    std::map<std::string, std::shared_ptr<ModelRunner>> runners_; // by model name
+    std::map<const ModelRunner *, uint64_t>             loading_; // loads admitted by make_room and not ended: their bytes
     bool                                           stopping_ = false;
 };
 

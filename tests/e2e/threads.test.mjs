@@ -24,6 +24,18 @@ async function loaded(name) {
   return m;
 }
 
+/** The first line of the server's log that `match` accepts, waiting up to 2 s for it: a model's
+ *  runner logs its load in its own process, whose lines reach the server's log on their own
+ *  path, not necessarily before the answer. */
+async function logLine(match) {
+  for (let i = 0; i < 100; ++i) {
+    const line = h.srv.stderr().split('\n').find(match);
+    if (line) return line;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return undefined;
+}
+
 // The counts specd may choose on this machine: 1 .. its CPUs.
 const cpus = os.availableParallelism();
 
@@ -33,7 +45,7 @@ test('a model is timed at load: the target and the draft get measured thread cou
   assert.ok(m.threads.batch >= 1 && m.threads.batch <= cpus, JSON.stringify(m.threads));
   assert.ok(m.threads.draft >= 1 && m.threads.draft <= cpus, JSON.stringify(m.threads));
   // The log names what was timed: "N threads (1: x ms, ...)", for the target and the draft.
-  const line = h.srv.stderr().split('\n').find((l) => l.includes('pair') && l.includes('; draft '));
+  const line = await logLine((l) => l.includes('pair') && l.includes('; draft '));
   assert.ok(line, `a thread line for the pair in the log:\n${h.srv.stderr().slice(-2000)}`);
   assert.match(line, /\d+ threads? \(\d+: [\d.]+ ms/);
   assert.match(line.split('; draft ')[1], /\d+ threads? \(\d+: [\d.]+ ms/);
@@ -43,7 +55,7 @@ test('a model is timed at load: the target and the draft get measured thread cou
 test('num_thread wins over the measurement and is not timed', async () => {
   const m = await loaded('pinned');
   assert.deepEqual({ decode: m.threads.decode, batch: m.threads.batch, draft: m.threads.draft }, { decode: 1, batch: 1, draft: 0 });
-  const line = h.srv.stderr().split('\n').find((l) => l.startsWith('specd: pinned'));
+  const line = await logLine((l) => l.includes('specd: pinned'));
   assert.match(line ?? '', /1 thread, batch 1 \(not measured\)/);
 });
 

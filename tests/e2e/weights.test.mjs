@@ -1,7 +1,7 @@
 // How a model's weights are loaded: read into memory unless the request says use_mmap: true
 // (Ollama's rule for weights the CPU computes with; the CPU decodes faster from memory than
-// from a mapped file, docs/engine.md). Seen from outside in the server's /proc/PID/maps: a
-// mapped model is a mapping of its blob in the store.
+// from a mapped file, docs/engine.md). Seen from outside in /proc/PID/maps of the server and
+// its runners: a mapped model is a mapping of its blob in the store.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { useServer, test } from './harness.mjs';
@@ -17,10 +17,30 @@ async function generate(options) {
   return { status: r.status, body };
 }
 
-// The store's blob files the server process has mapped.
+// The server and its model runners (child processes, docs/process.md).
+function serverProcesses() {
+  const pids = [h.srv.child.pid];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === h.srv.child.pid) pids.push(Number(name));
+    } catch { /* gone meanwhile */ }
+  }
+  return pids;
+}
+
+// The store's blob files the server's processes have mapped.
 function mappedBlobs() {
-  const maps = fs.readFileSync(`/proc/${h.srv.child.pid}/maps`, 'utf8');
-  return new Set(maps.split('\n').filter((l) => l.includes(`${h.srv.modelsDir}/blobs/`)).map((l) => l.slice(l.indexOf('/'))));
+  const out = new Set();
+  for (const pid of serverProcesses()) {
+    let maps = '';
+    try {
+      maps = fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
+    } catch { continue; }
+    for (const l of maps.split('\n')) if (l.includes(`${h.srv.modelsDir}/blobs/`)) out.add(l.slice(l.indexOf('/')));
+  }
+  return out;
 }
 
 test('by default the weights are read into memory, not mapped from the blob', async () => {
