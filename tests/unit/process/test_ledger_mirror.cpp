@@ -83,7 +83,8 @@ TEST(LedgerMirror, CountsRequestsThatNoSnapshotShowed) {
         Reservation held    = request.reserve(Bucket::request, 10);
     }
     mirror.apply(runner.snapshot());
-    const auto & c = server.snapshot().owners[static_cast<size_t>(OwnerKind::request)];
+    const LedgerSnapshot after = server.snapshot();
+    const auto &         c     = after.owners[static_cast<size_t>(OwnerKind::request)];
     EXPECT_EQ(c.created, 3u);
     EXPECT_EQ(c.closed, 3u);
     mirror.apply(runner.snapshot()); // nothing new: nothing counted twice
