@@ -16,9 +16,9 @@ namespace specd::spec {
 class AcceptancePool {
   public:
     // `forget` and `forget_idle` per step, like DepthConfig's alpha_forget and
-    // alpha_forget_idle per round: a step in which no request's drafts were judged ages the
-    // evidence slowly.
-    explicit AcceptancePool(double forget = 0.9, double forget_idle = 0.99);
+    // alpha_forget_idle per round: by default a step in which no request's drafts were judged
+    // keeps the evidence as it is (see alpha_forget_idle).
+    explicit AcceptancePool(double forget = 0.9, double forget_idle = 1.0);
 
     // One round's censored evidence (DepthController::observe's): `accepted` successes, and
     // one failure when the round ended at a rejected draft.

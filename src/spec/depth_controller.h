@@ -61,7 +61,12 @@ struct DepthPrior {
 struct DepthConfig {
     int    k_max              = 16;
     double alpha_forget       = 0.9;  // per drafting round: old rounds fade, drift is tracked
-    double alpha_forget_idle  = 0.99; // per round without drafts: evidence ages while parked
+    // Per round without drafts. Parked at 0 nothing new is learned, and evidence that aged
+    // there drifted back to the base (alpha 0.5): a pair accepted a quarter of the time came
+    // to look worth drafting again after a long stretch at 0 and paid for drafting rounds
+    // that only re-learned what was known. The probes (drafting rounds, which do fade the
+    // evidence) are what notices a change.
+    double alpha_forget_idle  = 1.0;
     double cost_forget        = 0.95; // per round, for the time measurements
     double explore_z          = 1.0;  // plan with mean + z * sd of alpha while uncertain ...
     int    explore_rounds     = 8;    // ... fading to the mean over this many drafting rounds

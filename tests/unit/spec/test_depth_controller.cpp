@@ -211,6 +211,21 @@ TEST(DepthController, ProbesBackOffWhenAcceptedDraftsDoNotPay) {
     EXPECT_LE(dc.stats().probes, 2100 / DepthConfig{}.probe_interval_max + 10);
 }
 
+// A drafter accepted now and then (a quarter of its tokens) but too costly to pay: a probe it
+// passes is no surprise, and one that is only a little surprising costs one more probe, not
+// the whole back-off. Measured on bench/speculation.json's low pair: alpha 0.24, a depth-1
+// round 1.5x a plain step; probes that kept restarting from the shortest interval cost 3-5%.
+TEST(DepthController, ProbesBackOffWhenAcceptanceIsLowButNotZero) {
+    for (const double alpha : {0.1, 0.25, 0.4}) {
+        const SimParams p = sim_params(alpha, 0.5);
+        DepthController dc{DepthPrior{}};
+        SimDrafter      sim(p, 21);
+        run_controller(dc, sim, 100, 2000);
+        EXPECT_GE(dc.stats().zero_k_rounds, dc.stats().rounds * 95 / 100) << "alpha " << alpha;
+        EXPECT_LE(dc.stats().probes, 2100 / DepthConfig{}.probe_interval_max + 12) << "alpha " << alpha;
+    }
+}
+
 TEST(DepthController, DraftNumPredictCapsDepth) {
     DepthController dc(DepthPrior{}, 3);
     SimDrafter      sim(sim_params(0.95, 0.02), 9);
