@@ -211,10 +211,11 @@ TEST(DepthController, ProbesBackOffWhenAcceptedDraftsDoNotPay) {
     EXPECT_LE(dc.stats().probes, 2100 / DepthConfig{}.probe_interval_max + 10);
 }
 
-// A drafter accepted now and then (a quarter of its tokens) but too costly to pay: a probe it
-// passes is no surprise, and one that is only a little surprising costs one more probe, not
-// the whole back-off. Measured on bench/speculation.json's low pair: alpha 0.24, a depth-1
-// round 1.5x a plain step; probes that kept restarting from the shortest interval cost 3-5%.
+// A drafter accepted now and then but too costly to pay: parked at 0, the controller keeps
+// what it measured, so its estimate does not drift back towards 0.5 and make drafting look
+// worth it again; the probes back off as they do at alpha near 0. Measured on
+// bench/speculation.json's low pair (alpha 0.24, a depth-1 round 1.5x a plain step): evidence
+// that aged while parked brought 4-7 probes per 128 tokens and cost 3-5% of decode speed.
 TEST(DepthController, ProbesBackOffWhenAcceptanceIsLowButNotZero) {
     for (const double alpha : {0.1, 0.25, 0.4}) {
         const SimParams p = sim_params(alpha, 0.5);
