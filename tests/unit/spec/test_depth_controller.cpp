@@ -227,6 +227,21 @@ TEST(DepthController, ProbesBackOffWhenAcceptanceIsLowButNotZero) {
     }
 }
 
+// A draft accepted a few percent of the time (the vision bench: the draft does not see the
+// image, 4% accepted): now and then a one-token probe is accepted by chance. That is worth a
+// second look, not a new start of the back-off from its shortest interval, which gave 3-5
+// probes per 96-token answer where 1 would do.
+TEST(DepthController, LuckyProbesDoNotRestartTheBackOff) {
+    for (const uint64_t seed : {3, 5, 8}) {
+        const SimParams p = sim_params(0.06, 0.5);
+        DepthController dc{DepthPrior{}};
+        SimDrafter      sim(p, seed);
+        run_controller(dc, sim, 100, 4000);
+        // 8, 16, ..., 128, then every 128 rounds; each lucky accept adds one look (6%).
+        EXPECT_LE(dc.stats().probes, 4100 / DepthConfig{}.probe_interval_max + 8) << "seed " << seed;
+    }
+}
+
 TEST(DepthController, DraftNumPredictCapsDepth) {
     DepthController dc(DepthPrior{}, 3);
     SimDrafter      sim(sim_params(0.95, 0.02), 9);
