@@ -61,7 +61,7 @@ void serve_generation(const RouteContext & ctx, http::Request & req, http::Respo
 
     const auto  writer = make_writer(p.model_name);
     writer->set_warnings(std::move(p.warnings));
-    auto        job    = ctx.scheduler.submit(std::move(p.request));
+    auto        job    = ctx.scheduler.submit(std::move(p.request), stream);
     EventWaiter waiter(*job, req);
     auto        first = waiter.next();
     if (!first) return; // the client left; its job is cancelled

@@ -14,7 +14,7 @@ namespace {
 
 void serve_embed(const RouteContext & ctx, const http::Request & req, http::Response & res, EmbedRequest e) {
     prepare::prepare_embedding(ctx.store, ctx.cfg.preparation, e.model, e.options, e.request);
-    auto        job = ctx.scheduler.submit(std::move(e.request));
+    auto        job = ctx.scheduler.submit(std::move(e.request), /*streamed=*/false);
     EventWaiter waiter(*job, req);
     for (auto ev = waiter.next(); ev; ev = waiter.next()) {
         // Thrown, so that each route's error shape applies.

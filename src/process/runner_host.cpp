@@ -6,6 +6,7 @@
 #include "metrics/registry.h"
 #include "process/frame.h"
 #include "process/protocol.h"
+#include "process/text_batcher.h"
 #include "process/wire.h"
 #include "scheduler/runner.h"
 
@@ -248,22 +249,24 @@ int serve_runner(int fd) {
             const uint64_t id  = head.at("id").get<uint64_t>();
             auto           job = std::make_shared<scheduler::Job>();
             job->request       = request_from_json(head.at("request"), f->blobs);
-            bool streamed      = false;
-            job->events.forward([&, id, streamed](scheduler::Event e) mutable {
-                const bool last = e.kind != scheduler::Event::Kind::text;
+            job->streamed      = head.value("streamed", true);
+            job->events.forward([&, id, started_text = false, batch = TextBatcher(job->streamed)](scheduler::Event e) mutable {
+                const bool text = e.kind == scheduler::Event::Kind::text;
                 // The state goes first at the answer's first text (the request's memory is
                 // in the ledger now) and at its end (it is gone): a client sees the server's
                 // ledger as it is at each point of its answer.
-                if (last || !streamed) publish(true);
-                if (last) {
+                if (!text || !started_text) publish(true);
+                if (!text) {
                     std::lock_guard lock(jobs_mu);
                     jobs.erase(id);
                 }
-                std::vector<std::string> blobs;
-                json ev = event_to_json(e, blobs);
-                link.send({{"t", msg::event}, {"id", id}, {"event", std::move(ev)}}, std::move(blobs));
-                if (!last && !streamed) {
-                    streamed = true;
+                for (const scheduler::Event & out : batch.take(std::move(e))) {
+                    std::vector<std::string> blobs;
+                    json body = event_to_json(out, blobs);
+                    link.send({{"t", msg::event}, {"id", id}, {"event", std::move(body)}}, std::move(blobs));
+                }
+                if (text && !started_text) {
+                    started_text = true;
                     hook.at("stream");
                 }
             });

@@ -178,7 +178,7 @@ void RunnerProcess::ensure_child(std::unique_lock<std::mutex> &) {
 void RunnerProcess::send_job(Child & c, uint64_t id, const scheduler::Job & job) {
     std::vector<std::string> blobs;
     json request = request_to_json(job.request, blobs);
-    c.send({{"t", msg::job}, {"id", id}, {"request", std::move(request)}}, std::move(blobs));
+    c.send({{"t", msg::job}, {"id", id}, {"request", std::move(request)}, {"streamed", job.streamed}}, std::move(blobs));
 }
 
 void RunnerProcess::read_frames(Child & c) {

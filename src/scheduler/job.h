@@ -69,6 +69,10 @@ class EventChannel {
 
 struct Job {
     GenerateRequest       request;
+    // Whether the client reads the answer as it comes. When it does not, a runner in another
+    // process sends the text in one piece with the answer's end instead of a message per token:
+    // each message wakes two threads of the server, which share the cores with the decode.
+    bool                  streamed = true;
     std::atomic<bool>     cancel{false};
     EventChannel          events;
     int64_t               enqueued_ns = 0;

@@ -24,9 +24,10 @@ Scheduler::Scheduler(SchedulerConfig cfg, cache::PromptCache * cache, RunnerFact
     }
 }
 
-std::shared_ptr<Job> Scheduler::submit(GenerateRequest req) {
-    auto job     = std::make_shared<Job>();
-    job->request = std::move(req);
+std::shared_ptr<Job> Scheduler::submit(GenerateRequest req, bool streamed) {
+    auto job      = std::make_shared<Job>();
+    job->request  = std::move(req);
+    job->streamed = streamed;
     std::lock_guard lock(mu_);
     if (stopping_) throw Error(ErrorKind::busy, "server is shutting down");
     auto & runner = runners_[job->request.model.name];

@@ -32,7 +32,8 @@ class Scheduler final : private LoadArbiter {
     ~Scheduler() override { shutdown(); }
 
     // Queues the job on its model's runner; throws specd::Error(busy) when the queue is full.
-    std::shared_ptr<Job> submit(GenerateRequest req);
+    // `streamed`: whether the client reads the answer piece by piece (Job::streamed).
+    std::shared_ptr<Job> submit(GenerateRequest req, bool streamed = true);
 
     std::vector<LoadedInfo> loaded() const;
 
