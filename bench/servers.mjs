@@ -45,6 +45,7 @@ async function start(cmd, args, env, readyPath, port) {
   }
   return {
     url,
+    pid: child.pid,
     // What was run, for the report: every engine's exact command line.
     commandLine: `${envText}${cmd} ${args.join(' ')}`,
     async stop() {

@@ -7,6 +7,8 @@
 #include "scheduler/model_instance.h"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 namespace specd::scheduler {
 
@@ -52,6 +54,16 @@ struct Runner::Active {
     DoneInfo                  done;
     uint64_t                  seq_run = 0; // the session's id for the generation
     std::vector<TokenLogprob> logprobs;    // handed over just before the text they belong to
+    // The text of this step, sent when the step ends: one event per round instead of one per
+    // token (a round of a request that drafts commits several), each event a wake-up of the
+    // thread that reads it, and in process mode of the server's reader as well.
+    std::string               step_text;
+    std::vector<TokenLogprob> step_logprobs;
+
+    void send_step_text() {
+        if (step_text.empty() && step_logprobs.empty()) return;
+        job->events.push({Event::Kind::text, std::exchange(step_text, {}), {}, {}, std::exchange(step_logprobs, {})});
+    }
 
     Active(std::shared_ptr<Job> j, uint64_t serial) : job(std::move(j)) {
         const GenerateRequest & req = job->request;
@@ -290,11 +302,12 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
                 ensure_loaded(req, context, ac.done);
             }
             ac.held.resize(ac.held.bytes() + prompt.tokens.size() * sizeof(llama_token));
-            Job & j    = *job;
             ac.seq_run = model_->session().start(
                 std::move(prompt), req.generate,
-                [&j, &ac](std::string_view text) {
-                    j.events.push({Event::Kind::text, std::string(text), {}, {}, std::move(ac.logprobs)});
+                [&ac](std::string_view text) {
+                    ac.step_text += text;
+                    ac.step_logprobs.insert(ac.step_logprobs.end(), std::make_move_iterator(ac.logprobs.begin()),
+                                            std::make_move_iterator(ac.logprobs.end()));
                     ac.logprobs.clear();
                 },
                 [&ac](std::vector<TokenLogprob> lps) { ac.logprobs = std::move(lps); }, job->cancel);
@@ -318,6 +331,7 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
 void Runner::step() {
     engine::Session &                session = model_->session();
     std::vector<engine::SeqFinished> ended   = session.step();
+    for (const auto & a : active_) a->send_step_text();
     // Before any answer goes out: a client that reads the dashboard after its answer sees
     // its tokens counted and its sequence no longer running.
     if (!ended.empty() || now_ns() - published_ns_ >= k_publish_interval_ns) {

@@ -59,6 +59,25 @@ describe('speculation', () => {
     assert.equal(text, off.message.content);
   });
 
+  test('streaming: one piece of text per round, not per token', async () => {
+    const { client } = h.srv;
+    const parts = await client.generate({ model: 'pair', prompt: 'Once upon a time', stream: true,
+      options: greedy(64, { draft_depth: 4 }) });
+    let pieces = 0, last;
+    for await (const p of parts) {
+      if (p.response !== '') ++pieces;
+      last = p;
+    }
+    const s = last.speculation;
+    checkCounters(s);
+    assert.ok(s.accepted > 0, JSON.stringify(s));
+    // A round commits its accepted drafts and the target's token at once; their text goes out
+    // together (each piece wakes the client's reader, and in process mode the server's too).
+    // The first token comes from the prompt's step, before any round.
+    assert.ok(pieces <= s.rounds + 1, `${pieces} pieces for ${s.rounds} rounds`);
+    assert.ok(pieces < last.eval_count, `${pieces} pieces for ${last.eval_count} tokens`);
+  });
+
   test('format: grammar counters are reported and the answer is unchanged by drafting', async () => {
     const { client } = h.srv;
     const format = { type: 'object', properties: { n: { type: 'integer' }, ok: { type: 'boolean' } }, required: ['n', 'ok'] };
