@@ -3,8 +3,7 @@
 // and not, speculation on and off. Decode tokens/s between two server starts differs by more
 // than the boundary costs on a small machine (bench/results/allocator.md), so the measure is
 // CPU time: per thread of the server process (and of the runner process), from /proc's
-// schedstat, over
-// the answers of one visit, per generated token.
+// schedstat, over the answers of one visit, per generated token.
 //
 // In thread mode the threads that decode take milliseconds per token; every other thread of
 // the server (HTTP, the request's handler) takes what serving costs without the boundary.
