@@ -119,15 +119,22 @@ function enginesOf(pair, store) {
 async function measurePair(pair, store) {
   const { starters, engines } = enginesOf(pair, store);
   const t = turns(starters, { together });
-  const acc = engines.map(() => ({ single: [], multi: [] }));
+  const acc = engines.map(() => ({ single: [], multi: [], cold: [] }));
   try {
     for (let run = 0; run < runs; ++run) {
       // The servers take turns (bench/turns.mjs), in an order that rotates from run to run;
       // engines sharing a server rotate too.
       await t.visit(run, async (g, server, fresh) => {
         const members = engines.map((e, i) => i).filter((i) => engines[i].group === g);
-        // Warm-up: first allocations, thread pools.
-        if (fresh) for (const i of members) await wave({ ...engines[i], server }, 1, -1);
+        // Warm-up, one wave of each shape measured (1 stream, then N): first allocations, thread
+        // pools, and specd's drafting gate, which learns per batch size whether drafting pays
+        // (spec/drafting_gate). A server up for more than a minute has done that learning; the
+        // first N-stream wave on a fresh server is kept apart (acc.cold) and reported as such.
+        if (fresh) {
+          const order = members.map((_, k) => members[(k + run) % members.length]);
+          for (const i of order) await wave({ ...engines[i], server }, 1, -1);
+          for (const i of order) if (!engines[i].singleOnly) acc[i].cold.push(await wave({ ...engines[i], server }, streams, -1));
+        }
         for (let k = 0; k < members.length; ++k) {
           const i = members[(k + run) % members.length];
           const e = { ...engines[i], server };
@@ -149,6 +156,7 @@ async function measurePair(pair, store) {
       single_tps: median(single), single_range: range(single), single_runs: single,
       aggregate_tps: multi.length ? median(multi) : null, aggregate_range: multi.length ? range(multi) : null, aggregate_runs: multi,
       single_mean_k: meanK(acc[i].single), aggregate_mean_k: meanK(acc[i].multi),
+      cold_runs: acc[i].cold.map((x) => x.tps), cold_mean_k: meanK(acc[i].cold),
       scaling: multi.length ? median(multi) / median(single) : null,
     };
   });
@@ -167,6 +175,8 @@ async function measurePair(pair, store) {
     ['1 stream, specd spec-on / specd spec-off (target >= 0.97)', paired('specd spec-on', ['specd spec-off'], 'single_runs')],
     ['1 stream, specd spec-on / llama-server best of k=3, k=8', paired('specd spec-on', ['llama-server k=3', 'llama-server k=8'], 'single_runs')],
     [`1 stream, specd spec-on on ${streams} sequences / on 1`, paired('specd spec-on', ['specd spec-on, --parallel 1'], 'single_runs')],
+    [`${streams} streams, first wave on a fresh server (warm-up, drafting gate still learning), specd spec-on / specd spec-off`,
+      paired('specd spec-on', ['specd spec-off'], 'cold_runs')],
   ];
   for (const r of rows) {
     console.log(`${pair} ${r.engine.padEnd(30)} 1 stream ${r.single_tps.toFixed(1).padStart(7)}   ` +
@@ -201,7 +211,9 @@ async function main() {
       `${streams} concurrent streams of ${numPredict} tokens at temperature 0 against one stream, on the bench pairs ` +
       `${pairs.join(', ')} of bench/speculation.json. Machine: ${config.machine}. Date: ${config.date}.`,
     'Tokens/s are wall-clock: all tokens / time from the first request to the last answer; medians of ' +
-      `${runs} interleaved runs after a warm-up, [slowest-fastest run].`,
+      `${runs} interleaved runs, [slowest-fastest run], after a warm-up on every fresh server: one wave of each shape ` +
+      `(1 stream, then ${streams}) per engine. The last ratio row is that warm-up's ${streams}-stream wave: the first one ` +
+      "a specd server sees, while its drafting gate still learns whether drafting pays at that batch size.",
     'Both engines run with their prompt caches off (specd `SPECD_PROMPT_CACHE=0`, llama-server `--cache-ram 0`): ' +
       "a run's single stream and the first of its concurrent streams send the same prompt, which a cache would not evaluate twice.",
     `specd at commit ${specdCommit()}; llama-server built by \`scripts/llama.sh server\` with upstream's default options, ` +
