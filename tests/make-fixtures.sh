@@ -5,7 +5,7 @@
 # Idempotent: each fixture has a stamp holding the tool's checksum and its exact arguments,
 # and is regenerated only when that changes or a file is missing. Every run also checks that
 # the tool is deterministic (same arguments, same bytes), since tests compare outputs of
-# these models across runs: tiny.gguf and vision-mmproj.gguf always, the 0.8 pair (whose
+# these models across runs: tiny.gguf and the two projectors always, the 0.8 pair (whose
 # calibration runs libllama several times) when it was just generated.
 #
 #   tiny.gguf                       phi-3 vocab (32064 tokens, has a chat template); the main model
@@ -22,6 +22,17 @@
 #                                   projector for it: every image is 16 tokens (64x64 pixels,
 #                                   4x4 patches pooled 4x4). mtmd only needs the text model's
 #                                   n_embd to match; the image markers are plain text here.
+#   gemma4-text.gguf, gemma4-mmproj.gguf
+#                                   a gemma4 text model (gemma-4 vocab, 262144 tokens, and its
+#                                   chat template; n_embd 64, two sliding-window layers and a
+#                                   full one; Q8_0) and a gemma4v projector for it with the real
+#                                   patch size and pool: 70-1120 tokens per image by its size,
+#                                   e.g. 81 for 64x64, as the real model gives; <|image> and
+#                                   <image|> around each image are the vocabulary's own tokens
+#   gemma4-draft.gguf               gemma4-text.gguf's weights in Q4_0: a draft for it that
+#                                   agrees on most tokens, not all
+#   broken-mmproj.gguf              a gemma3 projector for vision-text.gguf that loads but aborts
+#                                   its process on the first image (specd-testmodel --defect)
 #   tiny-lora.gguf                  a random LoRA adapter for tiny.gguf (every attention and
 #                                   feed-forward matrix, rank 8): changes its greedy answers
 #   small-lora.gguf                 the same for an n_embd 32 model: does not fit tiny.gguf
@@ -39,7 +50,7 @@ models=$2
 out=$3
 
 for f in "$bin" "$models/ggml-vocab-phi-3.gguf" "$models/ggml-vocab-llama-spm.gguf" \
-         "$models/ggml-vocab-qwen2.gguf" "$models/templates/Qwen-Qwen3-0.6B.jinja"; do
+         "$models/ggml-vocab-qwen2.gguf" "$models/ggml-vocab-gemma-4.gguf" "$models/templates/Qwen-Qwen3-0.6B.jinja"; do
   if [ ! -f "$f" ]; then
     echo "make-fixtures: missing $f" >&2
     exit 1
@@ -91,6 +102,13 @@ fixture think "think.gguf" --vocab "$models/ggml-vocab-qwen2.gguf" \
 fixture vision-text "vision-text.gguf" --vocab "$phi3" --out "$out/vision-text.gguf" --seed 4
 mmproj_args=(projector --type gemma3 --n-embd-text 64 --seed 4)
 fixture vision-mmproj "vision-mmproj.gguf" "${mmproj_args[@]}" --out "$out/vision-mmproj.gguf"
+fixture broken-mmproj "broken-mmproj.gguf" "${mmproj_args[@]}" --defect norm --out "$out/broken-mmproj.gguf"
+fixture gemma4-text "gemma4-text.gguf" --arch gemma4 --vocab "$models/ggml-vocab-gemma-4.gguf" --quantize q8_0 \
+  --out "$out/gemma4-text.gguf" --seed 6
+fixture gemma4-draft "gemma4-draft.gguf" --arch gemma4 --vocab "$models/ggml-vocab-gemma-4.gguf" --quantize q4_0 \
+  --out "$out/gemma4-draft.gguf" --seed 6
+gemma4v_args=(projector --type gemma4v --n-embd-text 64 --seed 6)
+fixture gemma4-mmproj "gemma4-mmproj.gguf" "${gemma4v_args[@]}" --out "$out/gemma4-mmproj.gguf"
 fixture tiny-lora "tiny-lora.gguf" lora --out "$out/tiny-lora.gguf" --seed 5
 fixture small-lora "small-lora.gguf" lora --n-embd 32 --out "$out/small-lora.gguf" --seed 5
 for vocab in bert-bge starcoder; do
@@ -102,7 +120,8 @@ check=$(mktemp -d)
 trap 'rm -rf "$check"' EXIT
 "$bin" --vocab "$phi3" --out "$check/tiny.gguf" --seed 1 >/dev/null
 "$bin" "${mmproj_args[@]}" --out "$check/vision-mmproj.gguf" >/dev/null
-compare="tiny.gguf vision-mmproj.gguf"
+"$bin" "${gemma4v_args[@]}" --out "$check/gemma4-mmproj.gguf" >/dev/null
+compare="tiny.gguf vision-mmproj.gguf gemma4-mmproj.gguf"
 if [[ "$generated" == *" pair "* ]]; then
   "$bin" "${pair_args[@]}" --draft "$check/pair-draft.gguf" --target "$check/pair-target.gguf" >/dev/null
   compare+=" pair-draft.gguf pair-target.gguf"

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/backend.h"
+#include "engine/projector_types.h"
 
 #include <mtmd-helper.h>
 #include <mtmd.h>
@@ -39,6 +40,8 @@ const char * Projector::marker() { return mtmd_default_marker(); }
 
 std::unique_ptr<Projector> Projector::load(const std::filesystem::path & mmproj, const Model & text_model,
                                            int32_t n_threads) {
+    // Before mtmd sees the file: several types it knows abort on inputs they were not made for.
+    if (const std::string why = projector_file_refusal(mmproj); !why.empty()) throw bad_request(why);
     ensure_backend();
     mtmd_context_params params = mtmd_context_params_default();
     params.use_gpu       = false;

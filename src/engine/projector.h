@@ -40,8 +40,8 @@ inline bool is_image_token(llama_token t) { return t < 0; }
 
 class Projector {
   public:
-    // Throws specd::Error(bad_request) when mtmd cannot load the file for this text model
-    // (wrong width, not a projector, a projector type the pinned mtmd does not know) or the
+    // Throws specd::Error(bad_request) when its type is not served (engine/projector_types),
+    // mtmd cannot load the file for this text model (wrong width, not a projector) or the
     // projector needs what specd does not do yet (M-RoPE positions, audio only).
     static std::unique_ptr<Projector> load(const std::filesystem::path & mmproj, const Model & text_model,
                                            int32_t n_threads);

@@ -173,6 +173,7 @@ void StoreCreate::find_model_and_projector() {
                                                 "with architecture clip); neither is");
         }
         projector_file_ = second.file;
+        if (options_.check_projector) options_.check_projector(*projector_file_);
     }
     if (is_projector(from_)) {
         throw error(ErrorKind::bad_request, "FROM " + base_name(*from_.file) +

@@ -6,6 +6,7 @@
 #include "engine/adapter_check.h"
 #include "engine/gguf_info.h"
 #include "engine/model_traits.h"
+#include "engine/projector_types.h"
 #include "engine/quantizer.h"
 #include "prepare/answer_reader.h"
 
@@ -306,6 +307,10 @@ void check_adapter_fits(const std::filesystem::path & model_gguf, const std::fil
     }
 }
 
+void check_projector_type(const std::filesystem::path & projector_gguf) {
+    if (auto why = engine::projector_file_refusal(projector_gguf); !why.empty()) throw bad_request(why);
+}
+
 std::function<void(const std::filesystem::path &, const std::filesystem::path &)>
 quantize_rewrite(const std::string & type, std::function<void(const std::string &)> progress,
                  engine::TensorProgress tensors) {
@@ -326,6 +331,7 @@ models::CreateOptions create_options(std::function<void(const std::string &)> pr
     opts.describe    = describe_gguf;
     opts.check_draft = check_draft_vocab;
     opts.check_adapter = check_adapter_fits;
+    opts.check_projector = check_projector_type;
     opts.progress    = std::move(progress);
     return opts;
 }

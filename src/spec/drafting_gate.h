@@ -12,7 +12,7 @@
 // of the whole step (drafting, decode and verification). While drafting is measured slower
 // than plain steps by more than the margin, steps do not draft, but for a few now and then (the
 // costs may change); while drafting is ahead, a few plain steps now and then keep the
-// comparison current, fewer the further ahead it is. The session asks it only for steps that
+// comparison current. Either way, the further ahead the chosen arm, the rarer the visits. The session asks it only for steps that
 // several requests share, and it gates drafts only: grammar-forced text is free to find and
 // stays the controllers' call.
 #include <vector>
@@ -25,7 +25,7 @@ struct DraftingGateConfig {
     int    min_samples   = 8;    // per arm, before the arms are compared
     int    explore_every = 64;   // steps between visits of the arm not chosen ...
     int    explore_len   = 4;    // ... of this many steps
-    double clear_lead    = 1.2;  // drafting this far ahead: visits plain steps 4x less often
+    double clear_lead    = 1.2;  // one arm this far ahead: the other is visited 4x less often
 };
 
 class DraftingGate {

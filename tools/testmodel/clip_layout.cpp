@@ -9,6 +9,13 @@ std::string clip_hparams_check(const clip_hparams_spec & hp) {
         hp.n_layer == 0 || hp.n_head == 0 || hp.n_ff == 0) {
         return "all sizes must be positive";
     }
+    if (hp.kind == projector_kind::gemma4v) {
+        // Its 2D RoPE turns half of each head by x and half by y, NEOX-style.
+        if (hp.n_embd % hp.n_head != 0 || (hp.n_embd / hp.n_head) % 4 != 0) {
+            return "--n-embd / --n-head must be a multiple of 4 for gemma4v";
+        }
+        return {};
+    }
     if (hp.image_size % hp.patch_size != 0) {
         return "--image-size must be a multiple of --patch-size";
     }
@@ -27,30 +34,75 @@ std::string clip_hparams_check(const clip_hparams_spec & hp) {
     return {};
 }
 
+clip_hparams_spec clip_hparams_default(projector_kind kind) {
+    clip_hparams_spec hp;
+    hp.kind = kind;
+    if (kind == projector_kind::gemma4v) {
+        hp.image_size = 224;
+        hp.patch_size = 16;
+        hp.n_merge    = 3;
+    }
+    return hp;
+}
+
+namespace {
+
+// As in llama_layout: uniform bounds are std * sqrt(3), matrices get std 1/sqrt(fan_in) so
+// activations keep unit scale. The projection's input is RMS-normed, so the image
+// embeddings come out at the scale of the text model's token embeddings (std 1).
+double bound(double std) { return std * std::sqrt(3.0); }
+
+tensor_spec ones(std::string name, int64_t n) { return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ONES, 0.0}; }
+tensor_spec zeros(std::string name, int64_t n) { return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ZEROS, 0.0}; }
+tensor_spec uniform(std::string name, std::vector<int64_t> ne, double b) {
+    return tensor_spec{std::move(name), std::move(ne), WEIGHT_INIT_UNIFORM, b};
+}
+
+std::vector<tensor_spec> gemma4v_tensor_specs(const clip_hparams_spec & hp) {
+    const int64_t n_embd = hp.n_embd;
+    const int64_t n_ff   = hp.n_ff;
+    const int64_t ps     = hp.patch_size;
+    const int64_t d      = n_embd / hp.n_head;
+    const double  b_in   = bound(1.0 / std::sqrt(double(n_embd)));
+
+    std::vector<tensor_spec> specs;
+    // The conv2d kernel has no bias in gemma4's export; the x and y position tables are the
+    // two planes of one tensor.
+    specs.push_back(uniform("v.patch_embd.weight", {ps, ps, 3, n_embd}, bound(1.0 / std::sqrt(double(3 * ps * ps)))));
+    specs.push_back(uniform("v.position_embd.weight", {n_embd, int64_t(hp.n_pos_table), 2}, bound(0.5)));
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const std::string blk = "v.blk." + std::to_string(il) + ".";
+        specs.push_back(ones(blk + "ln1.weight", n_embd));
+        for (const char * proj : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+            specs.push_back(uniform(blk + proj + ".weight", {n_embd, n_embd}, b_in));
+        }
+        specs.push_back(ones(blk + "attn_q_norm.weight", d));
+        specs.push_back(ones(blk + "attn_k_norm.weight", d));
+        specs.push_back(ones(blk + "attn_post_norm.weight", n_embd));
+        specs.push_back(ones(blk + "ln2.weight", n_embd));
+        specs.push_back(uniform(blk + "ffn_gate.weight", {n_embd, n_ff}, b_in));
+        specs.push_back(uniform(blk + "ffn_up.weight", {n_embd, n_ff}, b_in));
+        specs.push_back(uniform(blk + "ffn_down.weight", {n_ff, n_embd}, bound(1.0 / std::sqrt(double(n_ff)))));
+        specs.push_back(ones(blk + "ffn_post_norm.weight", n_embd));
+    }
+    // Stored (vision n_embd, text n_embd): gemma4v multiplies by it directly.
+    specs.push_back(uniform("mm.input_projection.weight", {n_embd, int64_t(hp.n_embd_text)}, b_in));
+    return specs;
+}
+
+} // namespace
+
 std::vector<tensor_spec> clip_tensor_specs(const clip_hparams_spec & hp) {
+    if (hp.kind == projector_kind::gemma4v) return gemma4v_tensor_specs(hp);
     const int64_t n_embd = hp.n_embd;
     const int64_t n_ff   = hp.n_ff;
     const int64_t ps     = hp.patch_size;
     const int64_t n_pos  = int64_t(hp.n_patches_side()) * hp.n_patches_side();
 
-    // As in llama_layout: uniform bounds are std * sqrt(3), matrices get std 1/sqrt(fan_in) so
-    // activations keep unit scale. The projection's input is RMS-normed, so the image
-    // embeddings come out at the scale of the text model's token embeddings (std 1).
-    const auto bound = [](double std) { return std * std::sqrt(3.0); };
     const double b_patch = bound(1.0 / std::sqrt(double(3 * ps * ps)));
     const double b_pos   = bound(0.5); // below the patches' scale, so the image content shows
     const double b_in    = bound(1.0 / std::sqrt(double(n_embd)));
     const double b_down  = bound(1.0 / std::sqrt(double(n_ff)));
-
-    const auto ones = [](std::string name, int64_t n) {
-        return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ONES, 0.0};
-    };
-    const auto zeros = [](std::string name, int64_t n) {
-        return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ZEROS, 0.0};
-    };
-    const auto uniform = [](std::string name, std::vector<int64_t> ne, double b) {
-        return tensor_spec{std::move(name), std::move(ne), WEIGHT_INIT_UNIFORM, b};
-    };
 
     std::vector<tensor_spec> specs;
     // A conv2d kernel (KW, KH, channels in, channels out) with stride patch_size.
@@ -76,7 +128,7 @@ std::vector<tensor_spec> clip_tensor_specs(const clip_hparams_spec & hp) {
     specs.push_back(ones("v.post_ln.weight", n_embd));
     specs.push_back(zeros("v.post_ln.bias", n_embd));
 
-    specs.push_back(ones("mm.soft_emb_norm.weight", n_embd));
+    specs.push_back(ones("mm.soft_emb_norm.weight", n_embd + (hp.broken_norm ? 1 : 0)));
     // Stored (text n_embd, vision n_embd); the graph multiplies by its transpose.
     specs.push_back(uniform("mm.input_projection.weight", {int64_t(hp.n_embd_text), n_embd}, b_in));
     return specs;
@@ -87,8 +139,10 @@ void clip_set_hparams(gguf_context * ctx, const clip_hparams_spec & hp) {
     gguf_set_val_str(ctx, "general.name", "specd-testmodel projector");
     gguf_set_val_u32(ctx, "general.file_type", 0); // all F32
     gguf_set_val_bool(ctx, "clip.has_vision_encoder", true);
-    gguf_set_val_str(ctx, "clip.projector_type", "gemma3");
-    gguf_set_val_bool(ctx, "clip.use_gelu", true);
+    gguf_set_val_str(ctx, "clip.projector_type", hp.type_name());
+    if (hp.kind == projector_kind::gemma3) {
+        gguf_set_val_bool(ctx, "clip.use_gelu", true);
+    } // gemma4v's export names no activation: mtmd's default (quick GELU) is what it runs
     gguf_set_val_u32(ctx, "clip.vision.image_size", hp.image_size);
     gguf_set_val_u32(ctx, "clip.vision.patch_size", hp.patch_size);
     gguf_set_val_u32(ctx, "clip.vision.embedding_length", hp.n_embd);
@@ -97,10 +151,18 @@ void clip_set_hparams(gguf_context * ctx, const clip_hparams_spec & hp) {
     gguf_set_val_u32(ctx, "clip.vision.attention.head_count", hp.n_head);
     gguf_set_val_f32(ctx, "clip.vision.attention.layer_norm_epsilon", hp.eps);
     gguf_set_val_u32(ctx, "clip.vision.projection_dim", hp.n_embd_text);
-    const float half[3] = {0.5f, 0.5f, 0.5f}; // SigLIP's mean and std: pixels map to [-1, 1]
-    gguf_set_arr_data(ctx, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, half, 3);
-    gguf_set_arr_data(ctx, "clip.vision.image_std", GGUF_TYPE_FLOAT32, half, 3);
-    if (hp.n_merge != 4) {
+    if (hp.kind == projector_kind::gemma3) {
+        const float half[3] = {0.5f, 0.5f, 0.5f}; // SigLIP's mean and std: pixels map to [-1, 1]
+        gguf_set_arr_data(ctx, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, half, 3);
+        gguf_set_arr_data(ctx, "clip.vision.image_std", GGUF_TYPE_FLOAT32, half, 3);
+    } else {
+        // gemma4v's graph maps [0, 1] to [-1, 1] itself.
+        const float zero[3] = {0.0f, 0.0f, 0.0f};
+        const float one[3]  = {1.0f, 1.0f, 1.0f};
+        gguf_set_arr_data(ctx, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, zero, 3);
+        gguf_set_arr_data(ctx, "clip.vision.image_std", GGUF_TYPE_FLOAT32, one, 3);
+    }
+    if (hp.n_merge != hp.default_merge()) {
         gguf_set_val_u32(ctx, "clip.vision.projector.scale_factor", hp.n_merge);
     }
 }

@@ -101,6 +101,17 @@ uint64_t model_write(const std::string & path, const vocab_file & vocab, const m
     return write_with_weights(path, out.get(), llama_tensor_specs(params.hparams, vocab.n_vocab), params.seed);
 }
 
+uint64_t gemma4_model_write(const std::string & path, const vocab_file & vocab, const gemma4_write_params & params) {
+    gguf_context_ptr out(gguf_init_empty());
+    gemma4_set_hparams(out.get(), params.hparams, vocab.n_vocab);
+    gguf_context_ptr keys = tokenizer_keys(vocab.ctx.get());
+    gguf_set_kv(out.get(), keys.get());
+    if (params.chat_template) {
+        gguf_set_val_str(out.get(), "tokenizer.chat_template", params.chat_template->c_str());
+    }
+    return write_with_weights(path, out.get(), gemma4_tensor_specs(params.hparams, vocab.n_vocab), params.seed);
+}
+
 uint64_t projector_write(const std::string & path, const projector_write_params & params) {
     gguf_context_ptr out(gguf_init_empty());
     clip_set_hparams(out.get(), params.hparams);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "clip_layout.h"
+#include "gemma4_layout.h"
 #include "llama_layout.h"
 #include "lora_layout.h"
 
@@ -30,6 +31,15 @@ struct model_write_params {
 // hyperparameters and seeded random F32 weights. Goes through a temporary file and a rename,
 // so an interrupted run never leaves a truncated model behind. Returns the file size.
 uint64_t model_write(const std::string & path, const vocab_file & vocab, const model_write_params & params);
+
+struct gemma4_write_params {
+    gemma4_hparams_spec        hparams;
+    uint64_t                   seed = 1;
+    std::optional<std::string> chat_template;
+};
+
+// The same for a gemma4-architecture model.
+uint64_t gemma4_model_write(const std::string & path, const vocab_file & vocab, const gemma4_write_params & params);
 
 struct projector_write_params {
     clip_hparams_spec hparams;

@@ -1,4 +1,4 @@
-// specd-testmodel: writes tiny random-weight llama-architecture GGUF models with a real
+// specd-testmodel: writes tiny random-weight GGUF models (llama, gemma4) with a real
 // tokenizer, and vision projectors to go with them, for tests that cannot download weights.
 // See usage_text below.
 
@@ -29,17 +29,22 @@ namespace {
 
 const char * const usage_text =
     "usage:\n"
-    "  specd-testmodel --vocab FILE --out FILE [model options]\n"
+    "  specd-testmodel --vocab FILE --out FILE [--arch llama|gemma4] [--quantize TYPE] [model options]\n"
     "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
     "                  [--extra-layers N] [--draft-type TYPE] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
-    "  specd-testmodel projector --type gemma3 --n-embd-text N --out FILE [projector options]\n"
+    "  specd-testmodel projector --type gemma3|gemma4v --n-embd-text N --out FILE [projector options]\n"
     "  specd-testmodel lora --out FILE [--rank N] [--alpha A] [model options]\n"
     "  specd-testmodel image --out FILE.bmp [--width N] [--height N] [--seed N]\n"
     "\n"
-    "Writes tiny random-weight llama-architecture GGUF models whose tokenizer and chat template\n"
-    "come from a vocab-only GGUF (llama.cpp's models/ggml-vocab-*.gguf). The same options and\n"
-    "seed always give the same bytes.\n"
+    "Writes tiny random-weight GGUF models whose tokenizer and chat template come from a\n"
+    "vocab-only GGUF (llama.cpp's models/ggml-vocab-*.gguf). The same options and seed always\n"
+    "give the same bytes.\n"
+    "  --arch A            llama (default) or gemma4: dense, every third layer full attention,\n"
+    "                      the others a sliding window of 256 tokens, head size n_embd / n_head,\n"
+    "                      2 KV heads unless --n-head-kv\n"
+    "  --quantize TYPE     q8_0|q4_0|q4_k|f16 after writing (a 262k vocabulary in F32 is 64 MiB\n"
+    "                      per matrix)\n"
     "\n"
     "model options:\n"
     "  --n-embd N          embedding size (default 64)\n"
@@ -62,17 +67,22 @@ const char * const usage_text =
     "agreement mode: prints the measured agreement of two existing models.\n"
     "\n"
     "projector mode: writes a tiny random-weight vision projector (an mmproj GGUF, loaded with\n"
-    "mtmd_init_from_file next to a text model whose n_embd is --n-embd-text). Only the gemma3\n"
-    "type: a SigLIP ViT whose patches are average-pooled --merge x --merge, so every image is\n"
-    "(image-size / patch-size / merge)^2 tokens.\n"
-    "  --image-size N      side of the square the image is resized to (default 64)\n"
-    "  --patch-size N      ViT patch side (default 4)\n"
-    "  --merge N           pooling kernel side (default 4, gemma3's)\n"
+    "mtmd_init_from_file next to a text model whose n_embd is --n-embd-text).\n"
+    "gemma3: a SigLIP ViT whose patches are average-pooled --merge x --merge, so every image is\n"
+    "(image-size / patch-size / merge)^2 tokens. gemma4v: gemma4's vision tower; mtmd resizes\n"
+    "each image to 70-1120 cells of patch-size x merge pixels, keeping its aspect, one token per\n"
+    "cell (with the default patch size, as many tokens as the real model gives).\n"
+    "  --image-size N      gemma3: side of the square the image is resized to (default 64);\n"
+    "                      gemma4v: nominal (default 224)\n"
+    "  --patch-size N      ViT patch side (default 4; gemma4v 16)\n"
+    "  --merge N           pooling kernel side (default 4; gemma4v 3)\n"
     "  --n-embd N          ViT embedding size (default 32)\n"
     "  --n-layer N         ViT layers (default 2)\n"
     "  --n-head N          ViT attention heads (default 2)\n"
     "  --n-ff N            ViT feed-forward size (default 64)\n"
     "  --seed N            weight seed (default 1)\n"
+    "  --defect norm       gemma3, for tests: a projector that loads but aborts the process\n"
+    "                      (GGML_ASSERT) on its first image\n"
     "\n"
     "lora mode: writes a random LoRA adapter (general.type adapter) for the model that the same\n"
     "model options describe (no vocabulary needed: an adapter has no tokenizer). Every\n"
@@ -109,11 +119,11 @@ cli_options parse_cli(int argc, char ** argv) {
         "--n-embd", "--n-layer", "--n-head", "--n-head-kv", "--n-ff", "--n-ctx-train", "--seed", "--chat-template",
     };
     static const std::map<std::string_view, names> mode_options = {
-        {"", {"--vocab", "--out"}},
+        {"", {"--vocab", "--out", "--arch", "--quantize"}},
         {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha", "--draft-type"}},
         {"agreement", {"--draft", "--target", "--seed"}},
         {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
-                       "--n-layer", "--n-head", "--n-ff", "--seed"}},
+                       "--n-layer", "--n-head", "--n-ff", "--seed", "--defect"}},
         {"lora", {"--out", "--rank", "--alpha"}},
         {"image", {"--out", "--width", "--height", "--seed"}},
     };
@@ -228,11 +238,53 @@ std::vector<llama_token> probe_tokens(uint32_t n_vocab, uint64_t seed) {
     return tokens;
 }
 
+gemma4_write_params parse_gemma4_params(const cli_options & opts) {
+    gemma4_write_params params;
+    gemma4_hparams_spec & hp = params.hparams;
+    hp.n_embd       = parse_count(opts, "--n-embd", hp.n_embd);
+    hp.n_layer      = parse_count(opts, "--n-layer", hp.n_layer);
+    hp.n_head       = parse_count(opts, "--n-head", hp.n_head);
+    hp.n_head_kv    = parse_count(opts, "--n-head-kv", hp.n_head_kv);
+    hp.n_ff         = parse_count(opts, "--n-ff", hp.n_ff);
+    hp.n_ctx_train  = parse_count(opts, "--n-ctx-train", hp.n_ctx_train);
+    if (hp.n_embd % hp.n_head != 0) {
+        throw usage_error("--n-embd must be a multiple of --n-head");
+    }
+    hp.head_dim     = hp.n_embd / hp.n_head;
+    hp.head_dim_swa = hp.head_dim;
+    if (const std::string problem = gemma4_hparams_check(hp); !problem.empty()) {
+        throw usage_error(problem);
+    }
+    params.seed = parse_seed(opts);
+    if (opts.has("--chat-template")) {
+        params.chat_template = read_text_file(opts.values.at("--chat-template"));
+    }
+    return params;
+}
+
 int run_single(const cli_options & opts) {
     const vocab_file vocab = vocab_file_load(opts.required("--vocab"));
-    const model_write_params params = parse_model_params(opts);
     const std::string & out = opts.required("--out");
-    describe(out, model_write(out, vocab, params), vocab, params);
+    const std::string arch = opts.has("--arch") ? opts.values.at("--arch") : "llama";
+    if (arch == "llama") {
+        const model_write_params params = parse_model_params(opts);
+        describe(out, model_write(out, vocab, params), vocab, params);
+    } else if (arch == "gemma4") {
+        const gemma4_write_params params = parse_gemma4_params(opts);
+        const gemma4_hparams_spec & hp = params.hparams;
+        const uint64_t size = gemma4_model_write(out, vocab, params);
+        std::printf("wrote %s: %llu bytes, gemma4, n_vocab %u, n_embd %u, n_layer %u, n_head %u, n_head_kv %u, "
+                    "head %u, n_ff %u, window %u, seed %llu\n",
+                    out.c_str(), (unsigned long long) size, vocab.n_vocab, hp.n_embd, hp.n_layer, hp.n_head,
+                    hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_swa, (unsigned long long) params.seed);
+    } else {
+        throw usage_error("--arch: llama or gemma4, got '" + arch + "'");
+    }
+    if (opts.has("--quantize")) {
+        model_quantize_in_place(out, opts.values.at("--quantize"));
+        std::printf("quantized %s to %s: %llu bytes\n", out.c_str(), opts.values.at("--quantize").c_str(),
+                    (unsigned long long) std::filesystem::file_size(out));
+    }
     return 0;
 }
 
@@ -304,10 +356,12 @@ int run_agreement(const cli_options & opts) {
 }
 
 int run_projector(const cli_options & opts) {
-    if (opts.required("--type") != "gemma3") {
-        throw usage_error("--type: only gemma3 is supported, got '" + opts.values.at("--type") + "'");
+    const std::string & type = opts.required("--type");
+    if (type != "gemma3" && type != "gemma4v") {
+        throw usage_error("--type: gemma3 or gemma4v, got '" + type + "'");
     }
     projector_write_params params;
+    params.hparams = clip_hparams_default(type == "gemma3" ? projector_kind::gemma3 : projector_kind::gemma4v);
     clip_hparams_spec & hp = params.hparams;
     hp.n_embd_text = parse_count(opts, "--n-embd-text", 0);
     if (hp.n_embd_text == 0) {
@@ -324,14 +378,23 @@ int run_projector(const cli_options & opts) {
         throw usage_error(problem);
     }
     params.seed = parse_seed(opts);
+    if (opts.has("--defect")) {
+        if (opts.values.at("--defect") != "norm" || hp.kind != projector_kind::gemma3) {
+            throw usage_error("--defect: only 'norm', for a gemma3 projector");
+        }
+        hp.broken_norm = true;
+    }
 
     const std::string & out = opts.required("--out");
     const uint64_t size = projector_write(out, params);
-    std::printf("wrote %s: %llu bytes, gemma3 projector, image %ux%u, patch %u, merge %u, %u image tokens (%ux%u), "
+    const std::string tokens = hp.kind == projector_kind::gemma3
+        ? std::to_string(hp.n_image_tokens()) + " image tokens"
+        : "70-1120 image tokens";
+    std::printf("wrote %s: %llu bytes, %s projector, image %ux%u, patch %u, merge %u, %s, "
                 "n_embd %u, n_layer %u, n_head %u, n_ff %u, n_embd_text %u, seed %llu\n",
-                out.c_str(), (unsigned long long) size, hp.image_size, hp.image_size, hp.patch_size, hp.n_merge,
-                hp.n_image_tokens(), hp.n_tokens_side(), hp.n_tokens_side(), hp.n_embd, hp.n_layer, hp.n_head, hp.n_ff,
-                hp.n_embd_text, (unsigned long long) params.seed);
+                out.c_str(), (unsigned long long) size, hp.type_name(), hp.image_size, hp.image_size, hp.patch_size,
+                hp.n_merge, tokens.c_str(), hp.n_embd, hp.n_layer, hp.n_head, hp.n_ff, hp.n_embd_text,
+                (unsigned long long) params.seed);
     return 0;
 }
 

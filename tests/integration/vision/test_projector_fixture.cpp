@@ -317,6 +317,23 @@ bool capture_preprocessed(ggml_tensor * t, bool ask, void * user_data) {
     return true;
 }
 
+// gemma4v's pixels enter inp_raw in [0, 1] (mean 0, std 1) and its graph maps them to
+// [-1, 1] before the patch convolution: that scaled tensor is what the ViT sees, captured.
+bool capture_gemma4_input(ggml_tensor * t, bool ask, void * user_data) {
+    const bool wanted = t->op == GGML_OP_SCALE && t->src[0] && std::strcmp(t->src[0]->name, "inp_raw") == 0;
+    if (ask) {
+        return wanted;
+    }
+    if (wanted) {
+        auto * out = static_cast<preprocessed_capture *>(user_data);
+        out->nx = t->ne[0];
+        out->ny = t->ne[1];
+        out->pixels.resize(size_t(ggml_nelements(t)));
+        ggml_backend_tensor_get(t, out->pixels.data(), 0, ggml_nbytes(t));
+    }
+    return true;
+}
+
 // Pins the pinned llama.cpp's gemma3 preprocessing of a 100x60 gradient: resized to fit
 // 64x64 with its aspect kept (bilinear, to 64x39), centred on black (rows 0-11 and 51-63),
 // normalised with mean = std = 0.5 so black is -1. (Hugging Face's Gemma 3 processor stretches
@@ -377,6 +394,122 @@ TEST_F(ProjectorFixture, PreprocessingIsPinned) {
     }
     EXPECT_EQ(levels, 905006);
     EXPECT_EQ(weighted, 44376238);
+}
+
+// gemma4: the gemma4-text.gguf and gemma4-mmproj.gguf fixtures. The pinned mtmd resizes a
+// gemma4v image (bicubic, aspect kept, no padding) to a grid of 48x48-pixel cells (patch 16,
+// pool 3), between 70 and 1120 of them, one token per cell; places <|image> and <image|>
+// around it, the vocabulary's own control tokens; and decodes it non-causally.
+class Gemma4Fixture : public ProjectorFixture {
+protected:
+    void SetUp() override {
+        if (!std::getenv("SPECD_FIXTURES")) {
+            GTEST_SKIP() << "SPECD_FIXTURES is not set (ctest sets it after fixtures.generate)";
+        }
+        llama_model_params params = llama_model_default_params();
+        params.n_gpu_layers = 0;
+        model_.reset(llama_model_load_from_file(fixture_path("gemma4-text.gguf").c_str(), params));
+        ASSERT_TRUE(model_) << "cannot load " << fixture_path("gemma4-text.gguf");
+        vision_ = init_gemma4(nullptr, nullptr);
+        ASSERT_TRUE(vision_) << "cannot load " << fixture_path("gemma4-mmproj.gguf");
+    }
+
+    mtmd_ptr init_gemma4(ggml_backend_sched_eval_callback cb_eval, void * cb_data) const {
+        mtmd_context_params params = mtmd_context_params_default();
+        params.use_gpu           = false;
+        params.n_threads         = 2;
+        params.print_timings     = false;
+        params.warmup            = false;
+        params.cb_eval           = cb_eval;
+        params.cb_eval_user_data = cb_data;
+        return mtmd_ptr(mtmd_init_from_file(fixture_path("gemma4-mmproj.gguf").c_str(), model_.get(), params));
+    }
+
+    // The image chunk of image_prompt() for an nx x ny gradient.
+    struct tokenized {
+        chunks_ptr               chunks;
+        const mtmd_input_chunk * image = nullptr;
+    };
+    tokenized tokenize_gradient(mtmd_context * vision, uint32_t nx, uint32_t ny) const {
+        const std::vector<unsigned char> rgb = gradient(nx, ny);
+        bitmap_ptr image = bitmap(nx, ny, rgb);
+        tokenized out;
+        out.chunks = tokenize(vision, image_prompt(), image.get());
+        if (out.chunks && mtmd_input_chunks_size(out.chunks.get()) == 3) {
+            out.image = mtmd_input_chunks_get(out.chunks.get(), 1);
+        }
+        return out;
+    }
+};
+
+TEST_F(Gemma4Fixture, LoadsAndMarksImagesWithTheVocabularysTokens) {
+    EXPECT_TRUE(mtmd_support_vision(vision_.get()));
+    EXPECT_FALSE(mtmd_decode_use_mrope(vision_.get()));
+    EXPECT_TRUE(mtmd_decode_use_non_causal(vision_.get(), nullptr));
+    const tokenized t = tokenize_gradient(vision_.get(), 64, 64);
+    ASSERT_NE(t.image, nullptr);
+    const llama_vocab * vocab = llama_model_get_vocab(model_.get());
+    const std::string before = detokenize(vocab, mtmd_input_chunks_get(t.chunks.get(), 0));
+    const std::string after  = detokenize(vocab, mtmd_input_chunks_get(t.chunks.get(), 2));
+    EXPECT_TRUE(before.ends_with("<|image>")) << before;
+    EXPECT_TRUE(after.starts_with("<image|>")) << after;
+    size_t n = 0;
+    const llama_token * last = mtmd_input_chunk_get_tokens_text(mtmd_input_chunks_get(t.chunks.get(), 0), &n);
+    ASSERT_GT(n, 0u);
+    EXPECT_EQ(last[n - 1], 255999) << "<|image> is one token of the gemma-4 vocabulary";
+}
+
+// Tokens per image follow its size and aspect, as the real model's do (70 to 1120).
+TEST_F(Gemma4Fixture, TokensPerImageFollowItsSize) {
+    const auto n_tokens = [&](uint32_t nx, uint32_t ny) {
+        const tokenized t = tokenize_gradient(vision_.get(), nx, ny);
+        return t.image ? mtmd_input_chunk_get_n_tokens(t.image) : size_t(0);
+    };
+    EXPECT_EQ(n_tokens(64, 64), 81u);     // scaled up to the minimum: 9 x 9 cells
+    EXPECT_EQ(n_tokens(1920, 1080), 920u); // 40 x 23
+    EXPECT_EQ(n_tokens(4000, 3000), 1064u); // 38 x 28: scaled down under the maximum
+    EXPECT_GE(n_tokens(100, 60), 70u);
+    EXPECT_LE(n_tokens(3500, 2300), 1120u);
+}
+
+TEST_F(Gemma4Fixture, ImagePromptEvaluatesAndDecodes) {
+    const tokenized t = tokenize_gradient(vision_.get(), 200, 120);
+    ASSERT_NE(t.image, nullptr);
+    EXPECT_EQ(mtmd_input_chunk_get_n_pos(t.image), llama_pos(mtmd_input_chunk_get_n_tokens(t.image)));
+    const eval_result r = eval(t.chunks.get(), largest_chunk(t.chunks.get()));
+    ASSERT_FALSE(r.logits.empty());
+    EXPECT_TRUE(all_finite(r.logits.data(), int32_t(r.logits.size())));
+    EXPECT_TRUE(all_finite(r.next_logits.data(), int32_t(r.next_logits.size())));
+}
+
+// Pins the pinned llama.cpp's gemma4v preprocessing of a 100x60 gradient: the size it is
+// resized to (11 x 7 cells of 48 pixels, stretched to them: no padding) and checksums of its
+// pixels, byte levels mapped to [-1, 1]. A different resize in a newer llama.cpp (the bilinear-to-bicubic change gemma4 went
+// through) changes them; then re-record them here on purpose.
+TEST_F(Gemma4Fixture, PreprocessingIsPinned) {
+    preprocessed_capture captured;
+    mtmd_ptr vision = init_gemma4(capture_gemma4_input, &captured);
+    ASSERT_TRUE(vision);
+    const tokenized t = tokenize_gradient(vision.get(), 100, 60);
+    ASSERT_NE(t.image, nullptr);
+    ASSERT_EQ(mtmd_encode_chunk(vision.get(), t.image), 0);
+    EXPECT_EQ(captured.nx, 528);
+    EXPECT_EQ(captured.ny, 336);
+    EXPECT_EQ(mtmd_input_chunk_get_n_tokens(t.image), size_t(captured.nx / 48 * (captured.ny / 48)));
+    int64_t levels = 0, weighted = 0, lowest = 255, highest = 0;
+    for (size_t i = 0; i < captured.pixels.size(); ++i) {
+        const float   v     = captured.pixels[i];
+        const int64_t level = std::lround((double(v) + 1.0) * 127.5);
+        ASSERT_NEAR(v, 2.0f * float(level) / 255.0f - 1.0f, 1e-6f) << "value " << i << " is not a mapped byte";
+        levels += level;
+        weighted += level * int64_t(i % 97 + 1);
+        lowest  = std::min(lowest, level);
+        highest = std::max(highest, level);
+    }
+    EXPECT_EQ(lowest, 0);
+    EXPECT_EQ(highest, 255);
+    EXPECT_EQ(levels, 60680455);
+    EXPECT_EQ(weighted, 2973014888);
 }
 
 } // namespace

@@ -64,12 +64,25 @@ TEST(DraftingGate, DecidesPerBatchSize) {
     EXPECT_LT(play(gate, 4, 90.0, 100.0, 200), 30);
 }
 
+// Drafting far behind is visited less often than drafting just behind: each visit costs its
+// steps and the drafts' catching up.
+TEST(DraftingGate, VisitsClearlySlowerDraftingRarely) {
+    DraftingGate close;
+    play(close, 4, 94.0, 100.0, 100);
+    const int near_visits = play(close, 4, 94.0, 100.0, 1024);
+    DraftingGate far;
+    play(far, 4, 75.0, 100.0, 100);
+    const int far_visits = play(far, 4, 75.0, 100.0, 1024);
+    EXPECT_GT(far_visits, 0);
+    EXPECT_LE(far_visits * 3, near_visits);
+}
+
 // When drafting turns out to pay after all (the costs changed), a visit finds it.
 TEST(DraftingGate, FindsDraftingThatStartsToPay) {
     DraftingGate gate;
     play(gate, 4, 80.0, 100.0, 300);
     EXPECT_LT(play(gate, 4, 80.0, 100.0, 100), 15);
-    play(gate, 4, 140.0, 100.0, 400); // now drafting delivers more
+    play(gate, 4, 140.0, 100.0, 1200); // now drafting delivers more
     EXPECT_GT(play(gate, 4, 140.0, 100.0, 200), 190);
 }
 
