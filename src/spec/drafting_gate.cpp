@@ -1,8 +1,35 @@
 #include "spec/drafting_gate.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace specd::spec {
+
+void DraftingGate::Arm::add(double tok, double s) {
+    tokens[size_t(next)]  = tok;
+    seconds[size_t(next)] = s;
+    next                  = (next + 1) % window;
+    kept                  = std::min(kept + 1, window);
+    samples               = std::min(samples + 1, 1 << 20);
+}
+
+double DraftingGate::Arm::rate(double spike) const {
+    if (kept == 0) return 0.0;
+    // Seconds per token of each step (a step that committed nothing counts as one token's
+    // worth: it cost its time and delivered nothing).
+    std::array<double, window> per{};
+    for (int i = 0; i < kept; ++i) per[size_t(i)] = seconds[size_t(i)] / std::max(tokens[size_t(i)], 1.0);
+    std::array<double, window> sorted = per;
+    std::nth_element(sorted.begin(), sorted.begin() + kept / 2, sorted.begin() + kept);
+    const double limit = spike * sorted[size_t(kept / 2)];
+    double       tok = 0.0, sec = 0.0;
+    for (int i = 0; i < kept; ++i) {
+        if (per[size_t(i)] > limit) continue;
+        tok += tokens[size_t(i)];
+        sec += seconds[size_t(i)];
+    }
+    return sec > 0.0 ? tok / sec : 0.0;
+}
 
 DraftingGate::DraftingGate(DraftingGateConfig config) : config_(config) {
     config_.min_samples   = std::max(1, config_.min_samples);
@@ -19,7 +46,7 @@ DraftingGate::Batch & DraftingGate::at(int batch) {
 double DraftingGate::rate(int batch, bool drafted) const {
     const size_t i = size_t(std::max(1, batch) - 1);
     if (i >= batches_.size()) return 0.0;
-    return drafted ? batches_[i].draft.rate() : batches_[i].plain.rate();
+    return drafted ? batches_[i].draft.rate(config_.spike) : batches_[i].plain.rate(config_.spike);
 }
 
 bool DraftingGate::allow(int batch) {
@@ -30,17 +57,26 @@ bool DraftingGate::allow(int batch) {
         if (b.plain.samples >= config_.min_samples) return true;
         return ++b.since_visit % 4 != 0;
     }
-    const double draft = b.draft.rate(), plain = b.plain.rate();
-    const bool   drafting_wins = draft >= (1.0 - config_.margin) * plain;
+    const double draft = b.draft.rate(config_.spike), plain = b.plain.rate(config_.spike);
+    b.drafting = draft >= (b.drafting ? 1.0 - config_.margin : 1.0 + config_.margin) * plain;
+    const bool drafting_wins = b.drafting;
+    if (!b.decided) {
+        b.decided     = true;
+        b.since_visit = 0;
+        b.last_choice = drafting_wins;
+    }
     if (b.visit_left > 0) {
         --b.visit_left;
         return !drafting_wins;
     }
-    // Either arm far ahead: the other is visited 4x less often. A visit of drafting that loses
-    // clearly costs its steps and each request's draft catching up, and finds what it found.
-    const bool clear = drafting_wins ? draft >= config_.clear_lead * plain : plain >= config_.clear_lead * draft;
-    const int  every = clear ? 4 * config_.explore_every : config_.explore_every;
+    // Either arm far ahead: the other is visited 4x less often; and the gap doubles with every
+    // visit that found the choice as it was.
+    const bool    clear = drafting_wins ? draft >= config_.clear_lead * plain : plain >= config_.clear_lead * draft;
+    const int64_t every = std::min<int64_t>(int64_t(clear ? 4 : 1) * config_.explore_every << std::min(b.backoff, 16),
+                                            std::max(config_.max_every, config_.explore_every));
     if (++b.since_visit >= every) {
+        b.backoff     = drafting_wins == b.last_choice ? b.backoff + 1 : 0;
+        b.last_choice = drafting_wins;
         b.since_visit = 0;
         b.visit_left  = config_.explore_len - 1;
         return !drafting_wins;
@@ -50,10 +86,7 @@ bool DraftingGate::allow(int batch) {
 
 void DraftingGate::observe(int batch, bool drafted, double tokens, double seconds) {
     if (batch <= 0 || seconds <= 0.0 || tokens < 0.0) return;
-    Arm & arm   = drafted ? at(batch).draft : at(batch).plain;
-    arm.tokens  = config_.forget * arm.tokens + tokens;
-    arm.seconds = config_.forget * arm.seconds + seconds;
-    arm.samples = std::min(arm.samples + 1, 1 << 20);
+    (drafted ? at(batch).draft : at(batch).plain).add(tokens, seconds);
 }
 
 } // namespace specd::spec

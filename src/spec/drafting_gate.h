@@ -8,24 +8,38 @@
 // streams of a pair whose draft costs a fifth of the target's step drafted at a mean depth of
 // 0.7 and delivered 0.94x of not drafting. The gate compares two arms per batch size (the
 // requests generating in a step): steps in which some round drafted or verified forced text,
-// and steps in which none did, each an exponentially faded rate of tokens committed per second
-// of the whole step (drafting, decode and verification). While drafting is measured slower
-// than plain steps by more than the margin, steps do not draft, but for a few now and then (the
-// costs may change); while drafting is ahead, a few plain steps now and then keep the
-// comparison current. Either way, the further ahead the chosen arm, the rarer the visits. The session asks it only for steps that
-// several requests share, and it gates drafts only: grammar-forced text is free to find and
-// stays the controllers' call.
+// and steps in which none did. Each arm's rate is the tokens committed per second of the whole
+// step (drafting, decode and verification) over its last `window` steps, leaving out steps
+// whose time per token is over `spike` times the arm's median: the machine stalls now and
+// then (plain steps of 23 ms took 40-60 ms every 20-30 steps on the 2-core machine, whatever
+// the arm), and a few stalls among the handful of samples a decision rests on made drafting
+// look ahead of plain steps it was 7% behind.
+//
+// The choice has hysteresis (margin). The arm not chosen is visited for a few steps now and
+// then (the costs may change); the further ahead the chosen arm, the rarer the visits, and
+// each visit that leaves the choice as it was doubles the gap to the next (up to max_every):
+// a visit of drafting that loses costs more than its steps (each request's draft catches up),
+// so under a steady load the choice settles and its visits become rare; a visit that changes
+// the choice starts the gaps over. The session asks the gate only for steps that several
+// requests share, and it gates drafts only: grammar-forced text is free to find and stays the
+// controllers' call.
+#include <array>
 #include <vector>
 
 namespace specd::spec {
 
 struct DraftingGateConfig {
-    double forget        = 0.95; // per sample, each arm
-    double margin        = 0.03; // drafting stops when its rate is below (1 - margin) x plain's
+    double spike         = 1.5;  // a step slower per token than this x the arm's median is left out
+    // Hysteresis: drafting starts when its rate is above (1 + margin) x plain's and stops when
+    // it falls below (1 - margin) x plain's. In a batch, drafting that only matches plain steps
+    // still loses over a request's life (its ends come at different steps and the batch thins
+    // out; each draft first reads the prompt), so the gate leaves measurement with plain steps.
+    double margin        = 0.03;
     int    min_samples   = 8;    // per arm, before the arms are compared
     int    explore_every = 64;   // steps between visits of the arm not chosen ...
     int    explore_len   = 4;    // ... of this many steps
     double clear_lead    = 1.2;  // one arm this far ahead: the other is visited 4x less often
+    int    max_every     = 1024; // the longest gap between visits, after the back-off
 };
 
 class DraftingGate {
@@ -42,17 +56,26 @@ class DraftingGate {
     // The measured rate of one arm (tokens per second), 0 until it has a sample.
     double rate(int batch, bool drafted) const;
 
+    static constexpr int window = 32; // samples kept per arm
+
   private:
     struct Arm {
-        double tokens  = 0.0;
-        double seconds = 0.0;
-        int    samples = 0;
-        double rate() const { return seconds > 0.0 ? tokens / seconds : 0.0; }
+        std::array<double, window> tokens{};
+        std::array<double, window> seconds{};
+        int                        kept    = 0; // of the window
+        int                        next    = 0; // where the next sample goes
+        int                        samples = 0; // seen, up to a bound
+        void   add(double tok, double s);
+        double rate(double spike) const;
     };
     struct Batch {
         Arm  draft, plain;
         int  since_visit = 0; // steps on the chosen arm since the last visit of the other
         int  visit_left  = 0; // steps of the current visit still to go
+        int  backoff     = 0; // visits in a row that left the choice as it was
+        bool last_choice = false; // the choice when the last visit started
+        bool drafting    = false; // the choice
+        bool decided     = false; // both arms measured: visits count from here
     };
 
     Batch & at(int batch);
