@@ -1,6 +1,7 @@
 // The vision fixtures from tests/make-fixtures.sh (vision-text.gguf, a llama model, and
-// vision-mmproj.gguf, a gemma3 projector for it) driven through the pinned mtmd the way the
-// server will: load both, tokenize a prompt with an image, evaluate the chunks, decode.
+// vision-mmproj.gguf, a gemma3 projector for it; gemma4-text.gguf and gemma4-mmproj.gguf, a
+// gemma4 text model and its gemma4v projector, at the end) driven through the pinned mtmd the
+// way the server will: load both, tokenize a prompt with an image, evaluate the chunks, decode.
 //
 // What the pinned mtmd asks of its caller, pinned here:
 // - gemma3 images are decoded with non-causal attention (mtmd_decode_use_non_causal), and
