@@ -65,12 +65,18 @@ std::vector<tensor_spec> gemma4_tensor_specs(const gemma4_hparams_spec & hp, uin
         specs.push_back(mat(blk + "attn_output.weight", n_q, n_embd, bound(1.0 / std::sqrt(double(n_q)))));
         specs.push_back(vec(blk + "attn_q_norm.weight", d));
         specs.push_back(vec(blk + "attn_k_norm.weight", d));
-        specs.push_back(vec(blk + "post_attention_norm.weight", n_embd));
+        // The block's output is RMS-normed before the residual add, so its norm weight is
+        // its scale.
+        const auto post = [&](std::string name) {
+            return il >= hp.scaled_from_layer ? tensor_spec{std::move(name), {n_embd}, WEIGHT_INIT_CONST, hp.residual_scale}
+                                              : vec(std::move(name), n_embd);
+        };
+        specs.push_back(post(blk + "post_attention_norm.weight"));
         specs.push_back(vec(blk + "ffn_norm.weight", n_embd));
         specs.push_back(mat(blk + "ffn_gate.weight", n_embd, n_ff, b_in));
         specs.push_back(mat(blk + "ffn_up.weight", n_embd, n_ff, b_in));
         specs.push_back(mat(blk + "ffn_down.weight", n_ff, n_embd, b_down));
-        specs.push_back(vec(blk + "post_ffw_norm.weight", n_embd));
+        specs.push_back(post(blk + "post_ffw_norm.weight"));
     }
     return specs;
 }

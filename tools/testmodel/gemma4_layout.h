@@ -29,6 +29,12 @@ struct gemma4_hparams_spec {
     float    rope_base_swa  = 10000.0f;
     float    logit_softcap  = 30.0f;
 
+    // Layers from this index on have their post-attention and post-FFN norms (what each block
+    // adds to the residual stream) multiplied by residual_scale: a pair's target scales the
+    // layers it adds on top of the draft's, as llama_layout does with the output matrices.
+    uint32_t scaled_from_layer = UINT32_MAX;
+    double   residual_scale    = 1.0;
+
     bool is_full(uint32_t il) const { return il % 3 == 2; }
 };
 

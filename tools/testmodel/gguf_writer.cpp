@@ -30,7 +30,8 @@ void fill(ggml_tensor * t, const tensor_spec & spec, uint64_t seed) {
     auto * data = static_cast<float *>(t->data);
     const int64_t n = spec.n_elements();
     if (spec.init != WEIGHT_INIT_UNIFORM) {
-        std::fill(data, data + n, spec.init == WEIGHT_INIT_ONES ? 1.0f : 0.0f);
+        const float value = spec.init == WEIGHT_INIT_ONES ? 1.0f : spec.init == WEIGHT_INIT_CONST ? float(spec.bound) : 0.0f;
+        std::fill(data, data + n, value);
         return;
     }
     weight_rng rng(seed, spec.name);

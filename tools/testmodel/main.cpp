@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -31,7 +32,7 @@ const char * const usage_text =
     "usage:\n"
     "  specd-testmodel --vocab FILE --out FILE [--arch llama|gemma4] [--quantize TYPE] [model options]\n"
     "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
-    "                  [--extra-layers N] [--draft-type TYPE] [model options]\n"
+    "                  [--extra-layers N] [--draft-type TYPE] [--arch llama|gemma4] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "  specd-testmodel projector --type gemma3|gemma4v --n-embd-text N --out FILE [projector options]\n"
     "  specd-testmodel lora --out FILE [--rank N] [--alpha A] [model options]\n"
@@ -62,7 +63,8 @@ const char * const usage_text =
     "(0..1) of teacher-forced positions; --alpha A skips the calibration. The measured\n"
     "agreement is printed. --draft-type q8_0|q4_0|q4_k|f16 quantizes the draft (before the\n"
     "calibration, which then measures the quantized draft), so that it costs a few percent of\n"
-    "the target's step, as a real draft does.\n"
+    "the target's step, as a real draft does. With --arch gemma4 the draft has at least 3\n"
+    "layers, and the target's added layers are scaled through their post norms.\n"
     "\n"
     "agreement mode: prints the measured agreement of two existing models.\n"
     "\n"
@@ -120,7 +122,7 @@ cli_options parse_cli(int argc, char ** argv) {
     };
     static const std::map<std::string_view, names> mode_options = {
         {"", {"--vocab", "--out", "--arch", "--quantize"}},
-        {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha", "--draft-type"}},
+        {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha", "--draft-type", "--arch"}},
         {"agreement", {"--draft", "--target", "--seed"}},
         {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
                        "--n-layer", "--n-head", "--n-ff", "--seed", "--defect"}},
@@ -288,9 +290,58 @@ int run_single(const cli_options & opts) {
     return 0;
 }
 
+// Writes a pair's draft and (for each alpha asked) target of one architecture.
+struct pair_writer {
+    std::function<void(const std::string & path)>                   write_draft;
+    std::function<uint64_t(const std::string & path, double alpha)> write_target;
+    std::function<void(const std::string & path, uint64_t size)>    describe_target;
+    uint64_t                                                        seed = 1;
+};
+
+pair_writer llama_pair(const vocab_file & vocab, const cli_options & opts, uint32_t n_extra) {
+    const model_write_params draft = parse_model_params(opts);
+    model_write_params       target = draft;
+    // Same seed and tensor names, so the target's embeddings, output and first n_layer
+    // layers are bit-identical to the draft's; only the extra layers differ.
+    target.hparams.scaled_from_layer = draft.hparams.n_layer;
+    target.hparams.n_layer          += n_extra;
+    pair_writer w;
+    w.seed        = draft.seed;
+    w.write_draft = [&vocab, draft](const std::string & path) { describe(path, model_write(path, vocab, draft), vocab, draft); };
+    w.write_target = [&vocab, target](const std::string & path, double alpha) mutable {
+        target.hparams.residual_scale = alpha;
+        return model_write(path, vocab, target);
+    };
+    w.describe_target = [&vocab, target](const std::string & path, uint64_t size) { describe(path, size, vocab, target); };
+    return w;
+}
+
+pair_writer gemma4_pair(const vocab_file & vocab, const cli_options & opts, uint32_t n_extra) {
+    const gemma4_write_params draft  = parse_gemma4_params(opts);
+    gemma4_write_params       target = draft;
+    target.hparams.scaled_from_layer = draft.hparams.n_layer;
+    target.hparams.n_layer          += n_extra;
+    const auto say = [&vocab](const std::string & path, uint64_t size, const gemma4_hparams_spec & hp, uint64_t seed) {
+        std::printf("wrote %s: %llu bytes, gemma4, n_vocab %u, n_embd %u, n_layer %u, n_ff %u, seed %llu\n", path.c_str(),
+                    (unsigned long long) size, vocab.n_vocab, hp.n_embd, hp.n_layer, hp.n_ff, (unsigned long long) seed);
+    };
+    pair_writer w;
+    w.seed        = draft.seed;
+    w.write_draft = [&vocab, draft, say](const std::string & path) {
+        say(path, gemma4_model_write(path, vocab, draft), draft.hparams, draft.seed);
+    };
+    w.write_target = [&vocab, target](const std::string & path, double alpha) mutable {
+        target.hparams.residual_scale = alpha;
+        return gemma4_model_write(path, vocab, target);
+    };
+    w.describe_target = [target, say](const std::string & path, uint64_t size) {
+        say(path, size, target.hparams, target.seed);
+    };
+    return w;
+}
+
 int run_pair(const cli_options & opts) {
     const vocab_file vocab = vocab_file_load(opts.required("--vocab"));
-    const model_write_params draft = parse_model_params(opts);
     const std::string & draft_path  = opts.required("--draft");
     const std::string & target_path = opts.required("--target");
     const bool calibrate = !opts.has("--alpha");
@@ -299,27 +350,26 @@ int run_pair(const cli_options & opts) {
     if (draft_path == target_path) {
         throw usage_error("--draft and --target must be different files");
     }
+    const std::string arch = opts.has("--arch") ? opts.values.at("--arch") : "llama";
+    if (arch != "llama" && arch != "gemma4") {
+        throw usage_error("--arch: llama or gemma4, got '" + arch + "'");
+    }
+    const pair_writer w = arch == "llama" ? llama_pair(vocab, opts, n_extra) : gemma4_pair(vocab, opts, n_extra);
 
-    describe(draft_path, model_write(draft_path, vocab, draft), vocab, draft);
+    w.write_draft(draft_path);
     if (opts.has("--draft-type")) {
         model_quantize_in_place(draft_path, opts.values.at("--draft-type"));
         std::printf("quantized %s to %s: %llu bytes\n", draft_path.c_str(), opts.values.at("--draft-type").c_str(),
                     (unsigned long long) std::filesystem::file_size(draft_path));
     }
 
-    // Same seed and tensor names, so the target's embeddings, output and first n_layer
-    // layers are bit-identical to the draft's; only the extra layers differ.
-    model_write_params target = draft;
-    target.hparams.scaled_from_layer = draft.hparams.n_layer;
-    target.hparams.n_layer          += n_extra;
     uint64_t target_size = 0;
     const auto write_target = [&](double alpha) {
-        target.hparams.residual_scale = alpha;
-        target_size = model_write(target_path, vocab, target);
+        target_size = w.write_target(target_path, alpha);
         return target_path;
     };
 
-    const agreement_probe probe(draft_path, probe_tokens(vocab.n_vocab, draft.seed));
+    const agreement_probe probe(draft_path, probe_tokens(vocab.n_vocab, w.seed));
     pair_calibration_result result;
     if (!calibrate) {
         result.residual_scale = parse_real(opts, "--alpha", 0.0, 1e6);
@@ -328,7 +378,7 @@ int run_pair(const cli_options & opts) {
     } else {
         result = pair_calibrate(probe, want, write_target);
     }
-    describe(target_path, target_size, vocab, target);
+    w.describe_target(target_path, target_size);
     if (calibrate) {
         std::printf("agreement %.4f (requested %.4f, alpha %.6g, %zu positions, %d evaluations)\n",
                     result.agreement, want, result.residual_scale, probe.n_positions(), result.n_evals);

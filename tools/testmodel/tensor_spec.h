@@ -8,6 +8,7 @@ enum weight_init {
     WEIGHT_INIT_ONES,    // norm weights
     WEIGHT_INIT_ZEROS,   // biases
     WEIGHT_INIT_UNIFORM, // uniform in [-bound, bound)
+    WEIGHT_INIT_CONST,   // every value `bound` (a scaled norm)
 };
 
 // One F32 tensor of a fixture model.
