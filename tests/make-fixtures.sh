@@ -31,6 +31,12 @@
 #                                   <image|> around each image are the vocabulary's own tokens
 #   gemma4-draft.gguf               gemma4-text.gguf's weights in Q4_0: a draft for it that
 #                                   agrees on most tokens, not all
+#   qwen-vl-text.gguf, qwen-vl-mmproj.gguf
+#                                   a qwen2vl text model (qwen2 vocab, Qwen2.5's chat template,
+#                                   n_embd 64, M-RoPE; Q8_0) and a Qwen2.5-VL merger projector for
+#                                   it (patch 14, 2x2 merge: 9 tokens for 64x64, 2691 for
+#                                   1920x1080, on a grid of M-RoPE positions). Not served yet:
+#                                   the tests show mtmd's positions and the refusal at create
 #   broken-mmproj.gguf              a gemma3 projector for vision-text.gguf that loads but aborts
 #                                   its process on the first image (specd-testmodel --defect)
 #   tiny-lora.gguf                  a random LoRA adapter for tiny.gguf (every attention and
@@ -50,7 +56,8 @@ models=$2
 out=$3
 
 for f in "$bin" "$models/ggml-vocab-phi-3.gguf" "$models/ggml-vocab-llama-spm.gguf" \
-         "$models/ggml-vocab-qwen2.gguf" "$models/ggml-vocab-gemma-4.gguf" "$models/templates/Qwen-Qwen3-0.6B.jinja"; do
+         "$models/ggml-vocab-qwen2.gguf" "$models/ggml-vocab-gemma-4.gguf" "$models/templates/Qwen-Qwen3-0.6B.jinja" \
+         "$models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"; do
   if [ ! -f "$f" ]; then
     echo "make-fixtures: missing $f" >&2
     exit 1
@@ -109,6 +116,10 @@ fixture gemma4-draft "gemma4-draft.gguf" --arch gemma4 --vocab "$models/ggml-voc
   --out "$out/gemma4-draft.gguf" --seed 6
 gemma4v_args=(projector --type gemma4v --n-embd-text 64 --seed 6)
 fixture gemma4-mmproj "gemma4-mmproj.gguf" "${gemma4v_args[@]}" --out "$out/gemma4-mmproj.gguf"
+fixture qwen-vl-text "qwen-vl-text.gguf" --arch qwen2vl --vocab "$models/ggml-vocab-qwen2.gguf" \
+  --chat-template "$models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" --quantize q8_0 --out "$out/qwen-vl-text.gguf" --seed 7
+fixture qwen-vl-mmproj "qwen-vl-mmproj.gguf" projector --type qwen2.5vl_merger --n-embd-text 64 --seed 7 \
+  --out "$out/qwen-vl-mmproj.gguf"
 fixture tiny-lora "tiny-lora.gguf" lora --out "$out/tiny-lora.gguf" --seed 5
 fixture small-lora "small-lora.gguf" lora --n-embd 32 --out "$out/small-lora.gguf" --seed 5
 for vocab in bert-bge starcoder; do

@@ -241,6 +241,12 @@ describe('vision: what is not served', () => {
       files: { 'text.gguf': text, 'mmproj.gguf': projector } });
     assert.equal(r.status, 400, r.text);
     assert.match(r.body.error, /projector type 'llama4' is not served \(served: gemma3, gemma4v\)/);
+    // Qwen2.5-VL (M-RoPE positions), from its fixtures: not served yet.
+    const qwen = await postRaw(`${h.srv.url}/api/create`, { model: 'other-vision', stream: false, files: {
+      'qwen.gguf': await upload(fs.readFileSync(fixture('qwen-vl-text.gguf'))),
+      'qwen-mmproj.gguf': await upload(fs.readFileSync(fixture('qwen-vl-mmproj.gguf'))) } });
+    assert.equal(qwen.status, 400, qwen.text);
+    assert.match(qwen.body.error, /projector type 'qwen2.5vl_merger' is not served/);
     assert.ok(!(await h.srv.client.list()).models.some((m) => m.name.startsWith('other-vision')));
   });
 

@@ -9,6 +9,16 @@ std::string clip_hparams_check(const clip_hparams_spec & hp) {
         hp.n_layer == 0 || hp.n_head == 0 || hp.n_ff == 0) {
         return "all sizes must be positive";
     }
+    if (hp.kind == projector_kind::qwen25vl) {
+        // Its 2D RoPE turns each head in four sections; the merge is fixed at 2x2 in mtmd.
+        if (hp.n_embd % hp.n_head != 0 || (hp.n_embd / hp.n_head) % 4 != 0) {
+            return "--n-embd / --n-head must be a multiple of 4 for qwen2.5vl_merger";
+        }
+        if (hp.n_merge != 2) {
+            return "--merge must be 2 for qwen2.5vl_merger";
+        }
+        return {};
+    }
     if (hp.kind == projector_kind::gemma4v) {
         // Its 2D RoPE turns half of each head by x and half by y, NEOX-style.
         if (hp.n_embd % hp.n_head != 0 || (hp.n_embd / hp.n_head) % 4 != 0) {
@@ -41,6 +51,11 @@ clip_hparams_spec clip_hparams_default(projector_kind kind) {
         hp.image_size = 224;
         hp.patch_size = 16;
         hp.n_merge    = 3;
+    }
+    if (kind == projector_kind::qwen25vl) {
+        hp.image_size = 560;
+        hp.patch_size = 14;
+        hp.n_merge    = 2;
     }
     return hp;
 }
@@ -90,10 +105,48 @@ std::vector<tensor_spec> gemma4v_tensor_specs(const clip_hparams_spec & hp) {
     return specs;
 }
 
+std::vector<tensor_spec> qwen25vl_tensor_specs(const clip_hparams_spec & hp) {
+    const int64_t n_embd = hp.n_embd;
+    const int64_t n_ff   = hp.n_ff;
+    const int64_t ps     = hp.patch_size;
+    const int64_t merged = 4 * n_embd; // 2x2 patches side by side
+    const double  b_in   = bound(1.0 / std::sqrt(double(n_embd)));
+    const double  b_down = bound(1.0 / std::sqrt(double(n_ff)));
+
+    std::vector<tensor_spec> specs;
+    // Qwen's Conv3D over two frames, split into one conv2d kernel per frame; no bias.
+    const double b_patch = bound(1.0 / std::sqrt(double(2 * 3 * ps * ps)));
+    specs.push_back(uniform("v.patch_embd.weight", {ps, ps, 3, n_embd}, b_patch));
+    specs.push_back(uniform("v.patch_embd.weight.1", {ps, ps, 3, n_embd}, b_patch));
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const std::string blk = "v.blk." + std::to_string(il) + ".";
+        specs.push_back(ones(blk + "ln1.weight", n_embd));
+        for (const char * proj : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+            specs.push_back(uniform(blk + proj + ".weight", {n_embd, n_embd}, b_in));
+            specs.push_back(zeros(blk + proj + ".bias", n_embd));
+        }
+        specs.push_back(ones(blk + "ln2.weight", n_embd));
+        specs.push_back(uniform(blk + "ffn_gate.weight", {n_embd, n_ff}, b_in));
+        specs.push_back(zeros(blk + "ffn_gate.bias", n_ff));
+        specs.push_back(uniform(blk + "ffn_up.weight", {n_embd, n_ff}, b_in));
+        specs.push_back(zeros(blk + "ffn_up.bias", n_ff));
+        specs.push_back(uniform(blk + "ffn_down.weight", {n_ff, n_embd}, b_down));
+        specs.push_back(zeros(blk + "ffn_down.bias", n_embd));
+    }
+    specs.push_back(ones("v.post_ln.weight", n_embd));
+    // The merger: 2x2 merged patches through GELU to the text model's width.
+    specs.push_back(uniform("mm.0.weight", {merged, merged}, bound(1.0 / std::sqrt(double(merged)))));
+    specs.push_back(zeros("mm.0.bias", merged));
+    specs.push_back(uniform("mm.2.weight", {merged, int64_t(hp.n_embd_text)}, bound(1.0 / std::sqrt(double(merged)))));
+    specs.push_back(zeros("mm.2.bias", hp.n_embd_text));
+    return specs;
+}
+
 } // namespace
 
 std::vector<tensor_spec> clip_tensor_specs(const clip_hparams_spec & hp) {
     if (hp.kind == projector_kind::gemma4v) return gemma4v_tensor_specs(hp);
+    if (hp.kind == projector_kind::qwen25vl) return qwen25vl_tensor_specs(hp);
     const int64_t n_embd = hp.n_embd;
     const int64_t n_ff   = hp.n_ff;
     const int64_t ps     = hp.patch_size;
@@ -143,6 +196,11 @@ void clip_set_hparams(gguf_context * ctx, const clip_hparams_spec & hp) {
     if (hp.kind == projector_kind::gemma3) {
         gguf_set_val_bool(ctx, "clip.use_gelu", true);
     } // gemma4v's export names no activation: mtmd's default (quick GELU) is what it runs
+    if (hp.kind == projector_kind::qwen25vl) {
+        gguf_set_val_bool(ctx, "clip.use_silu", true);
+        // Window attention in every layer but each second one (the real model: every eighth).
+        gguf_set_val_u32(ctx, "clip.vision.n_wa_pattern", 2);
+    }
     gguf_set_val_u32(ctx, "clip.vision.image_size", hp.image_size);
     gguf_set_val_u32(ctx, "clip.vision.patch_size", hp.patch_size);
     gguf_set_val_u32(ctx, "clip.vision.embedding_length", hp.n_embd);
@@ -155,6 +213,11 @@ void clip_set_hparams(gguf_context * ctx, const clip_hparams_spec & hp) {
         const float half[3] = {0.5f, 0.5f, 0.5f}; // SigLIP's mean and std: pixels map to [-1, 1]
         gguf_set_arr_data(ctx, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, half, 3);
         gguf_set_arr_data(ctx, "clip.vision.image_std", GGUF_TYPE_FLOAT32, half, 3);
+    } else if (hp.kind == projector_kind::qwen25vl) {
+        const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f}; // CLIP's, as Qwen's exports write
+        const float std_[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+        gguf_set_arr_data(ctx, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
+        gguf_set_arr_data(ctx, "clip.vision.image_std", GGUF_TYPE_FLOAT32, std_, 3);
     } else {
         // gemma4v's graph maps [0, 1] to [-1, 1] itself.
         const float zero[3] = {0.0f, 0.0f, 0.0f};

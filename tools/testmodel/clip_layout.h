@@ -21,6 +21,12 @@ enum class projector_kind {
     // them, so the token count follows the image's size and aspect as the real model's does
     // when patch_size is its 16.
     gemma4v,
+    // Qwen2.5-VL's merger: a ViT over 14-pixel patches (two conv kernels, one per frame of a
+    // two-frame clip), window attention in every layer but each n_wa_pattern-th, 2D RoPE, a
+    // 2x2 merge and a two-layer MLP to the text model's n_embd. mtmd resizes each image to
+    // multiples of 28 pixels (8 to 4096 tokens) and places its tokens on a grid with M-RoPE
+    // positions: a chunk of nx x ny tokens advances the position by max(nx, ny).
+    qwen25vl,
 };
 
 // Shape of a tiny vision projector (an mmproj GGUF), as the pinned mtmd's clip.cpp loads it.
@@ -43,15 +49,17 @@ struct clip_hparams_spec {
     // (the process aborts) where the graph multiplies by it.
     bool     broken_norm = false;
 
-    const char * type_name() const { return kind == projector_kind::gemma3 ? "gemma3" : "gemma4v"; }
-    uint32_t default_merge() const { return kind == projector_kind::gemma3 ? 4 : 3; }
+    const char * type_name() const {
+        return kind == projector_kind::gemma3 ? "gemma3" : kind == projector_kind::gemma4v ? "gemma4v" : "qwen2.5vl_merger";
+    }
+    uint32_t default_merge() const { return kind == projector_kind::gemma3 ? 4 : kind == projector_kind::gemma4v ? 3 : 2; }
     uint32_t n_patches_side() const { return image_size / patch_size; }
     uint32_t n_tokens_side() const { return n_patches_side() / n_merge; }
     uint32_t n_image_tokens() const { return n_tokens_side() * n_tokens_side(); } // gemma3's, for every image
 };
 
 // Defaults of a kind: gemma3 as above; gemma4v with the real model's patch size (16), pool
-// (3) and nominal image size (224).
+// (3) and nominal image size (224); qwen25vl with the real patch size (14) and merge (2).
 clip_hparams_spec clip_hparams_default(projector_kind kind);
 
 // Empty when valid, otherwise what is wrong (for the command line).

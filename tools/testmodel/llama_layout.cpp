@@ -18,6 +18,9 @@ std::string llama_hparams_check(const llama_hparams_spec & hp) {
     if (hp.n_embd_head() % 2 != 0) {
         return "the head size (n_embd / n_head) must be even for RoPE";
     }
+    if (hp.arch == "qwen2vl" && hp.n_embd_head() < 8) {
+        return "qwen2vl: the head size (n_embd / n_head) must be at least 8 for its M-RoPE sections";
+    }
     return {};
 }
 
@@ -68,17 +71,25 @@ std::vector<tensor_spec> llama_tensor_specs(const llama_hparams_spec & hp, uint3
 }
 
 void llama_set_hparams(gguf_context * ctx, const llama_hparams_spec & hp, uint32_t n_vocab) {
-    gguf_set_val_str(ctx, "general.architecture", "llama");
+    const std::string a   = hp.arch;
+    const auto        key = [&](const char * name) { return a + "." + name; };
+    gguf_set_val_str(ctx, "general.architecture", a.c_str());
     gguf_set_val_str(ctx, "general.name", "specd-testmodel");
     gguf_set_val_u32(ctx, "general.file_type", 0); // LLAMA_FTYPE_ALL_F32
-    gguf_set_val_u32(ctx, "llama.vocab_size", n_vocab);
-    gguf_set_val_u32(ctx, "llama.context_length", hp.n_ctx_train);
-    gguf_set_val_u32(ctx, "llama.embedding_length", hp.n_embd);
-    gguf_set_val_u32(ctx, "llama.block_count", hp.n_layer);
-    gguf_set_val_u32(ctx, "llama.feed_forward_length", hp.n_ff);
-    gguf_set_val_u32(ctx, "llama.attention.head_count", hp.n_head);
-    gguf_set_val_u32(ctx, "llama.attention.head_count_kv", hp.n_head_kv);
-    gguf_set_val_u32(ctx, "llama.rope.dimension_count", hp.n_embd_head());
-    gguf_set_val_f32(ctx, "llama.rope.freq_base", hp.rope_freq_base);
-    gguf_set_val_f32(ctx, "llama.attention.layer_norm_rms_epsilon", hp.rms_eps);
+    gguf_set_val_u32(ctx, key("vocab_size").c_str(), n_vocab);
+    gguf_set_val_u32(ctx, key("context_length").c_str(), hp.n_ctx_train);
+    gguf_set_val_u32(ctx, key("embedding_length").c_str(), hp.n_embd);
+    gguf_set_val_u32(ctx, key("block_count").c_str(), hp.n_layer);
+    gguf_set_val_u32(ctx, key("feed_forward_length").c_str(), hp.n_ff);
+    gguf_set_val_u32(ctx, key("attention.head_count").c_str(), hp.n_head);
+    gguf_set_val_u32(ctx, key("attention.head_count_kv").c_str(), hp.n_head_kv);
+    gguf_set_val_u32(ctx, key("rope.dimension_count").c_str(), hp.n_embd_head());
+    gguf_set_val_f32(ctx, key("rope.freq_base").c_str(), hp.rope_freq_base);
+    gguf_set_val_f32(ctx, key("attention.layer_norm_rms_epsilon").c_str(), hp.rms_eps);
+    if (a == "qwen2vl") {
+        const int32_t half = int32_t(hp.n_embd_head() / 2);
+        const int32_t hw   = half * 3 / 8;
+        const int32_t sections[4] = {half - 2 * hw, hw, hw, 0};
+        gguf_set_arr_data(ctx, key("rope.dimension_sections").c_str(), GGUF_TYPE_INT32, sections, 4);
+    }
 }

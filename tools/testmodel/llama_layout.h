@@ -8,8 +8,12 @@
 
 struct gguf_context;
 
-// Shape of a tiny LLM_ARCH_LLAMA model (names follow llama.cpp's llama.* GGUF keys).
+// Shape of a tiny LLM_ARCH_LLAMA model (names follow llama.cpp's llama.* GGUF keys), or of
+// a model with the same tensors under another architecture: qwen2vl (the text side of
+// Qwen2-VL and Qwen2.5-VL), whose RoPE is M-RoPE (positions in sections for time, height and
+// width; images place their tokens on a grid).
 struct llama_hparams_spec {
+    std::string arch     = "llama"; // or "qwen2vl"
     uint32_t n_embd      = 64;
     uint32_t n_layer     = 2;
     uint32_t n_head      = 4;
@@ -35,5 +39,6 @@ std::string llama_hparams_check(const llama_hparams_spec & hp);
 // output matrix (tied embeddings make a random model echo its input token).
 std::vector<tensor_spec> llama_tensor_specs(const llama_hparams_spec & hp, uint32_t n_vocab);
 
-// general.architecture and the llama.* hyperparameters.
+// general.architecture and the <arch>.* hyperparameters (qwen2vl: with its M-RoPE sections,
+// [s, t, t, 0] over half the head size, as the converter writes them).
 void llama_set_hparams(gguf_context * ctx, const llama_hparams_spec & hp, uint32_t n_vocab);

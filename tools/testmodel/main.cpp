@@ -30,11 +30,11 @@ namespace {
 
 const char * const usage_text =
     "usage:\n"
-    "  specd-testmodel --vocab FILE --out FILE [--arch llama|gemma4] [--quantize TYPE] [model options]\n"
+    "  specd-testmodel --vocab FILE --out FILE [--arch llama|gemma4|qwen2vl] [--quantize TYPE] [model options]\n"
     "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
     "                  [--extra-layers N] [--draft-type TYPE] [--arch llama|gemma4] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
-    "  specd-testmodel projector --type gemma3|gemma4v --n-embd-text N --out FILE [projector options]\n"
+    "  specd-testmodel projector --type gemma3|gemma4v|qwen2.5vl_merger --n-embd-text N --out FILE [options]\n"
     "  specd-testmodel lora --out FILE [--rank N] [--alpha A] [model options]\n"
     "  specd-testmodel image --out FILE.bmp [--width N] [--height N] [--seed N]\n"
     "\n"
@@ -43,7 +43,8 @@ const char * const usage_text =
     "give the same bytes.\n"
     "  --arch A            llama (default) or gemma4: dense, every third layer full attention,\n"
     "                      the others a sliding window of 256 tokens, head size n_embd / n_head,\n"
-    "                      2 KV heads unless --n-head-kv\n"
+    "                      2 KV heads unless --n-head-kv; qwen2vl: llama's tensors with M-RoPE\n"
+    "                      (the text side of Qwen2-VL and Qwen2.5-VL)\n"
     "  --quantize TYPE     q8_0|q4_0|q4_k|f16 after writing (a 262k vocabulary in F32 is 64 MiB\n"
     "                      per matrix)\n"
     "\n"
@@ -73,7 +74,9 @@ const char * const usage_text =
     "gemma3: a SigLIP ViT whose patches are average-pooled --merge x --merge, so every image is\n"
     "(image-size / patch-size / merge)^2 tokens. gemma4v: gemma4's vision tower; mtmd resizes\n"
     "each image to 70-1120 cells of patch-size x merge pixels, keeping its aspect, one token per\n"
-    "cell (with the default patch size, as many tokens as the real model gives).\n"
+    "cell (with the default patch size, as many tokens as the real model gives). qwen2.5vl_merger:\n"
+    "Qwen2.5-VL's ViT and 2x2 merger; images become 8-4096 tokens in multiples of 28 pixels,\n"
+    "placed with M-RoPE positions.\n"
     "  --image-size N      gemma3: side of the square the image is resized to (default 64);\n"
     "                      gemma4v: nominal (default 224)\n"
     "  --patch-size N      ViT patch side (default 4; gemma4v 16)\n"
@@ -268,8 +271,12 @@ int run_single(const cli_options & opts) {
     const vocab_file vocab = vocab_file_load(opts.required("--vocab"));
     const std::string & out = opts.required("--out");
     const std::string arch = opts.has("--arch") ? opts.values.at("--arch") : "llama";
-    if (arch == "llama") {
-        const model_write_params params = parse_model_params(opts);
+    if (arch == "llama" || arch == "qwen2vl") {
+        model_write_params params = parse_model_params(opts);
+        params.hparams.arch       = arch;
+        if (const std::string problem = llama_hparams_check(params.hparams); !problem.empty()) {
+            throw usage_error(problem);
+        }
         describe(out, model_write(out, vocab, params), vocab, params);
     } else if (arch == "gemma4") {
         const gemma4_write_params params = parse_gemma4_params(opts);
@@ -280,7 +287,7 @@ int run_single(const cli_options & opts) {
                     out.c_str(), (unsigned long long) size, vocab.n_vocab, hp.n_embd, hp.n_layer, hp.n_head,
                     hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_swa, (unsigned long long) params.seed);
     } else {
-        throw usage_error("--arch: llama or gemma4, got '" + arch + "'");
+        throw usage_error("--arch: llama, gemma4 or qwen2vl, got '" + arch + "'");
     }
     if (opts.has("--quantize")) {
         model_quantize_in_place(out, opts.values.at("--quantize"));
@@ -407,11 +414,13 @@ int run_agreement(const cli_options & opts) {
 
 int run_projector(const cli_options & opts) {
     const std::string & type = opts.required("--type");
-    if (type != "gemma3" && type != "gemma4v") {
-        throw usage_error("--type: gemma3 or gemma4v, got '" + type + "'");
+    if (type != "gemma3" && type != "gemma4v" && type != "qwen2.5vl_merger") {
+        throw usage_error("--type: gemma3, gemma4v or qwen2.5vl_merger, got '" + type + "'");
     }
     projector_write_params params;
-    params.hparams = clip_hparams_default(type == "gemma3" ? projector_kind::gemma3 : projector_kind::gemma4v);
+    params.hparams = clip_hparams_default(type == "gemma3" ? projector_kind::gemma3
+                                          : type == "gemma4v" ? projector_kind::gemma4v
+                                                              : projector_kind::qwen25vl);
     clip_hparams_spec & hp = params.hparams;
     hp.n_embd_text = parse_count(opts, "--n-embd-text", 0);
     if (hp.n_embd_text == 0) {
@@ -437,9 +446,9 @@ int run_projector(const cli_options & opts) {
 
     const std::string & out = opts.required("--out");
     const uint64_t size = projector_write(out, params);
-    const std::string tokens = hp.kind == projector_kind::gemma3
-        ? std::to_string(hp.n_image_tokens()) + " image tokens"
-        : "70-1120 image tokens";
+    const std::string tokens = hp.kind == projector_kind::gemma3    ? std::to_string(hp.n_image_tokens()) + " image tokens"
+                               : hp.kind == projector_kind::gemma4v ? "70-1120 image tokens"
+                                                                    : "8-4096 image tokens, M-RoPE";
     std::printf("wrote %s: %llu bytes, %s projector, image %ux%u, patch %u, merge %u, %s, "
                 "n_embd %u, n_layer %u, n_head %u, n_ff %u, n_embd_text %u, seed %llu\n",
                 out.c_str(), (unsigned long long) size, hp.type_name(), hp.image_size, hp.image_size, hp.patch_size,

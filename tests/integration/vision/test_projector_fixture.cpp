@@ -1,6 +1,7 @@
 // The vision fixtures from tests/make-fixtures.sh (vision-text.gguf, a llama model, and
 // vision-mmproj.gguf, a gemma3 projector for it; gemma4-text.gguf and gemma4-mmproj.gguf, a
-// gemma4 text model and its gemma4v projector, at the end) driven through the pinned mtmd the
+// gemma4 text model and its gemma4v projector; qwen-vl-text.gguf and qwen-vl-mmproj.gguf,
+// Qwen2.5-VL's, at the end) driven through the pinned mtmd the
 // way the server will: load both, tokenize a prompt with an image, evaluate the chunks, decode.
 //
 // What the pinned mtmd asks of its caller, pinned here:
@@ -511,6 +512,64 @@ TEST_F(Gemma4Fixture, PreprocessingIsPinned) {
     EXPECT_EQ(highest, 255);
     EXPECT_EQ(levels, 60680455);
     EXPECT_EQ(weighted, 2973014888);
+}
+
+// Qwen2.5-VL: qwen-vl-text.gguf (qwen2vl, M-RoPE) and qwen-vl-mmproj.gguf (its merger). Not
+// served yet (engine/projector_types); pinned here is what serving it will have to follow:
+// an image chunk of nx x ny tokens takes max(nx, ny) positions, not nx * ny, and is decoded
+// causally.
+class QwenVlFixture : public ProjectorFixture {
+protected:
+    void SetUp() override {
+        if (!std::getenv("SPECD_FIXTURES")) {
+            GTEST_SKIP() << "SPECD_FIXTURES is not set (ctest sets it after fixtures.generate)";
+        }
+        llama_model_params params = llama_model_default_params();
+        params.n_gpu_layers = 0;
+        model_.reset(llama_model_load_from_file(fixture_path("qwen-vl-text.gguf").c_str(), params));
+        ASSERT_TRUE(model_) << "cannot load " << fixture_path("qwen-vl-text.gguf");
+        mtmd_context_params mp = mtmd_context_params_default();
+        mp.use_gpu       = false;
+        mp.n_threads     = 2;
+        mp.print_timings = false;
+        mp.warmup        = false; // its warmup reserves for a 1288x1288 image
+        vision_.reset(mtmd_init_from_file(fixture_path("qwen-vl-mmproj.gguf").c_str(), model_.get(), mp));
+        ASSERT_TRUE(vision_) << "cannot load " << fixture_path("qwen-vl-mmproj.gguf");
+    }
+
+    chunks_ptr tokenize_gradient(uint32_t nx, uint32_t ny) const {
+        const std::vector<unsigned char> rgb = gradient(nx, ny);
+        bitmap_ptr image = bitmap(nx, ny, rgb);
+        return tokenize(vision_.get(), image_prompt(), image.get());
+    }
+};
+
+TEST_F(QwenVlFixture, ImagesTakeFewerPositionsThanTokens) {
+    EXPECT_TRUE(mtmd_decode_use_mrope(vision_.get()));
+    EXPECT_FALSE(mtmd_decode_use_non_causal(vision_.get(), nullptr));
+    const auto counts = [&](uint32_t nx, uint32_t ny) {
+        chunks_ptr chunks = tokenize_gradient(nx, ny);
+        if (!chunks || mtmd_input_chunks_size(chunks.get()) != 3) return std::pair<size_t, llama_pos>{0, 0};
+        const mtmd_input_chunk * img = mtmd_input_chunks_get(chunks.get(), 1);
+        return std::pair<size_t, llama_pos>{mtmd_input_chunk_get_n_tokens(img), mtmd_input_chunk_get_n_pos(img)};
+    };
+    EXPECT_EQ(counts(64, 64), (std::pair<size_t, llama_pos>{9, 3}));         // 84x84: 3 x 3 tokens
+    EXPECT_EQ(counts(1920, 1080), (std::pair<size_t, llama_pos>{2691, 69})); // 69 x 39 tokens
+}
+
+TEST_F(QwenVlFixture, ImagePromptEvaluatesWithGridPositions) {
+    chunks_ptr chunks = tokenize_gradient(64, 64);
+    ASSERT_TRUE(chunks);
+    size_t n_tokens = 0;
+    for (size_t i = 0; i < mtmd_input_chunks_size(chunks.get()); ++i) {
+        n_tokens += mtmd_input_chunk_get_n_tokens(mtmd_input_chunks_get(chunks.get(), i));
+    }
+    const eval_result r = eval(chunks.get(), 64);
+    ASSERT_FALSE(r.logits.empty());
+    EXPECT_TRUE(all_finite(r.logits.data(), int32_t(r.logits.size())));
+    // The text after the image continues from the image's positions: 6 fewer than its tokens.
+    EXPECT_EQ(r.n_past, llama_pos(mtmd_helper_get_n_pos(chunks.get())));
+    EXPECT_EQ(size_t(r.n_past) + 6, n_tokens);
 }
 
 } // namespace
