@@ -6,14 +6,14 @@
 namespace specd::spec {
 
 void DraftingGate::Arm::add(double tok, double s) {
-    tokens[size_t(next)]  = tok;
-    seconds[size_t(next)] = s;
-    next                  = (next + 1) % window;
-    kept                  = std::min(kept + 1, window);
-    samples               = std::min(samples + 1, 1 << 20);
+    const size_t at = size_t(samples % window);
+    tokens[at]      = tok;
+    seconds[at]     = s;
+    ++samples;
 }
 
 double DraftingGate::Arm::rate(double spike) const {
+    const int kept = this->kept();
     if (kept == 0) return 0.0;
     // Seconds per token of each step (a step that committed nothing counts as one token's
     // worth: it cost its time and delivered nothing).

@@ -23,7 +23,9 @@
 // the choice starts the gaps over. The session asks the gate only for steps that several
 // requests share, and it gates drafts only: grammar-forced text is free to find and stays the
 // controllers' call.
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <vector>
 
 namespace specd::spec {
@@ -62,9 +64,8 @@ class DraftingGate {
     struct Arm {
         std::array<double, window> tokens{};
         std::array<double, window> seconds{};
-        int                        kept    = 0; // of the window
-        int                        next    = 0; // where the next sample goes
-        int                        samples = 0; // seen, up to a bound
+        int64_t                    samples = 0; // seen; the next goes to slot samples % window
+        int    kept() const { return int(std::min<int64_t>(samples, window)); } // of the window
         void   add(double tok, double s);
         double rate(double spike) const;
     };

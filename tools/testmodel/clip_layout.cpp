@@ -44,6 +44,15 @@ std::string clip_hparams_check(const clip_hparams_spec & hp) {
     return {};
 }
 
+std::optional<projector_kind> projector_kind_named(std::string_view name) {
+    for (const projector_kind kind : {projector_kind::gemma3, projector_kind::gemma4v, projector_kind::qwen25vl}) {
+        clip_hparams_spec hp;
+        hp.kind = kind;
+        if (name == hp.type_name()) return kind;
+    }
+    return std::nullopt;
+}
+
 clip_hparams_spec clip_hparams_default(projector_kind kind) {
     clip_hparams_spec hp;
     hp.kind = kind;
@@ -62,15 +71,18 @@ clip_hparams_spec clip_hparams_default(projector_kind kind) {
 
 namespace {
 
-// As in llama_layout: uniform bounds are std * sqrt(3), matrices get std 1/sqrt(fan_in) so
-// activations keep unit scale. The projection's input is RMS-normed, so the image
-// embeddings come out at the scale of the text model's token embeddings (std 1).
-double bound(double std) { return std * std::sqrt(3.0); }
+// As in llama_layout: matrices get std 1/sqrt(fan_in) so activations keep unit scale. The
+// projection's input is RMS-normed, so the image embeddings come out at the scale of the text
+// model's token embeddings (std 1).
 
-tensor_spec ones(std::string name, int64_t n) { return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ONES, 0.0}; }
-tensor_spec zeros(std::string name, int64_t n) { return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ZEROS, 0.0}; }
-tensor_spec uniform(std::string name, std::vector<int64_t> ne, double b) {
-    return tensor_spec{std::move(name), std::move(ne), WEIGHT_INIT_UNIFORM, b};
+// The q, k, v and output projections of ViT block `blk`, n_embd x n_embd each, with zero
+// biases when the type has them.
+void push_attention(std::vector<tensor_spec> & specs, const std::string & blk, int64_t n_embd, double bound,
+                    bool biases) {
+    for (const char * proj : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+        specs.push_back(matrix_spec(blk + proj + ".weight", n_embd, n_embd, bound));
+        if (biases) specs.push_back(zeros_spec(blk + proj + ".bias", n_embd));
+    }
 }
 
 std::vector<tensor_spec> gemma4v_tensor_specs(const clip_hparams_spec & hp) {
@@ -78,30 +90,28 @@ std::vector<tensor_spec> gemma4v_tensor_specs(const clip_hparams_spec & hp) {
     const int64_t n_ff   = hp.n_ff;
     const int64_t ps     = hp.patch_size;
     const int64_t d      = n_embd / hp.n_head;
-    const double  b_in   = bound(1.0 / std::sqrt(double(n_embd)));
+    const double  b_in   = uniform_bound(1.0 / std::sqrt(double(n_embd)));
 
     std::vector<tensor_spec> specs;
     // The conv2d kernel has no bias in gemma4's export; the x and y position tables are the
     // two planes of one tensor.
-    specs.push_back(uniform("v.patch_embd.weight", {ps, ps, 3, n_embd}, bound(1.0 / std::sqrt(double(3 * ps * ps)))));
-    specs.push_back(uniform("v.position_embd.weight", {n_embd, int64_t(hp.n_pos_table), 2}, bound(0.5)));
+    specs.push_back(uniform_spec("v.patch_embd.weight", {ps, ps, 3, n_embd}, uniform_bound(1.0 / std::sqrt(double(3 * ps * ps)))));
+    specs.push_back(uniform_spec("v.position_embd.weight", {n_embd, int64_t(hp.n_pos_table), 2}, uniform_bound(0.5)));
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string blk = "v.blk." + std::to_string(il) + ".";
-        specs.push_back(ones(blk + "ln1.weight", n_embd));
-        for (const char * proj : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
-            specs.push_back(uniform(blk + proj + ".weight", {n_embd, n_embd}, b_in));
-        }
-        specs.push_back(ones(blk + "attn_q_norm.weight", d));
-        specs.push_back(ones(blk + "attn_k_norm.weight", d));
-        specs.push_back(ones(blk + "attn_post_norm.weight", n_embd));
-        specs.push_back(ones(blk + "ln2.weight", n_embd));
-        specs.push_back(uniform(blk + "ffn_gate.weight", {n_embd, n_ff}, b_in));
-        specs.push_back(uniform(blk + "ffn_up.weight", {n_embd, n_ff}, b_in));
-        specs.push_back(uniform(blk + "ffn_down.weight", {n_ff, n_embd}, bound(1.0 / std::sqrt(double(n_ff)))));
-        specs.push_back(ones(blk + "ffn_post_norm.weight", n_embd));
+        specs.push_back(ones_spec(blk + "ln1.weight", n_embd));
+        push_attention(specs, blk, n_embd, b_in, /*biases =*/false);
+        specs.push_back(ones_spec(blk + "attn_q_norm.weight", d));
+        specs.push_back(ones_spec(blk + "attn_k_norm.weight", d));
+        specs.push_back(ones_spec(blk + "attn_post_norm.weight", n_embd));
+        specs.push_back(ones_spec(blk + "ln2.weight", n_embd));
+        specs.push_back(uniform_spec(blk + "ffn_gate.weight", {n_embd, n_ff}, b_in));
+        specs.push_back(uniform_spec(blk + "ffn_up.weight", {n_embd, n_ff}, b_in));
+        specs.push_back(uniform_spec(blk + "ffn_down.weight", {n_ff, n_embd}, uniform_bound(1.0 / std::sqrt(double(n_ff)))));
+        specs.push_back(ones_spec(blk + "ffn_post_norm.weight", n_embd));
     }
     // Stored (vision n_embd, text n_embd): gemma4v multiplies by it directly.
-    specs.push_back(uniform("mm.input_projection.weight", {n_embd, int64_t(hp.n_embd_text)}, b_in));
+    specs.push_back(uniform_spec("mm.input_projection.weight", {n_embd, int64_t(hp.n_embd_text)}, b_in));
     return specs;
 }
 
@@ -110,35 +120,32 @@ std::vector<tensor_spec> qwen25vl_tensor_specs(const clip_hparams_spec & hp) {
     const int64_t n_ff   = hp.n_ff;
     const int64_t ps     = hp.patch_size;
     const int64_t merged = 4 * n_embd; // 2x2 patches side by side
-    const double  b_in   = bound(1.0 / std::sqrt(double(n_embd)));
-    const double  b_down = bound(1.0 / std::sqrt(double(n_ff)));
+    const double  b_in   = uniform_bound(1.0 / std::sqrt(double(n_embd)));
+    const double  b_down = uniform_bound(1.0 / std::sqrt(double(n_ff)));
 
     std::vector<tensor_spec> specs;
     // Qwen's Conv3D over two frames, split into one conv2d kernel per frame; no bias.
-    const double b_patch = bound(1.0 / std::sqrt(double(2 * 3 * ps * ps)));
-    specs.push_back(uniform("v.patch_embd.weight", {ps, ps, 3, n_embd}, b_patch));
-    specs.push_back(uniform("v.patch_embd.weight.1", {ps, ps, 3, n_embd}, b_patch));
+    const double b_patch = uniform_bound(1.0 / std::sqrt(double(2 * 3 * ps * ps)));
+    specs.push_back(uniform_spec("v.patch_embd.weight", {ps, ps, 3, n_embd}, b_patch));
+    specs.push_back(uniform_spec("v.patch_embd.weight.1", {ps, ps, 3, n_embd}, b_patch));
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string blk = "v.blk." + std::to_string(il) + ".";
-        specs.push_back(ones(blk + "ln1.weight", n_embd));
-        for (const char * proj : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
-            specs.push_back(uniform(blk + proj + ".weight", {n_embd, n_embd}, b_in));
-            specs.push_back(zeros(blk + proj + ".bias", n_embd));
-        }
-        specs.push_back(ones(blk + "ln2.weight", n_embd));
-        specs.push_back(uniform(blk + "ffn_gate.weight", {n_embd, n_ff}, b_in));
-        specs.push_back(zeros(blk + "ffn_gate.bias", n_ff));
-        specs.push_back(uniform(blk + "ffn_up.weight", {n_embd, n_ff}, b_in));
-        specs.push_back(zeros(blk + "ffn_up.bias", n_ff));
-        specs.push_back(uniform(blk + "ffn_down.weight", {n_ff, n_embd}, b_down));
-        specs.push_back(zeros(blk + "ffn_down.bias", n_embd));
+        specs.push_back(ones_spec(blk + "ln1.weight", n_embd));
+        push_attention(specs, blk, n_embd, b_in, /*biases =*/true);
+        specs.push_back(ones_spec(blk + "ln2.weight", n_embd));
+        specs.push_back(uniform_spec(blk + "ffn_gate.weight", {n_embd, n_ff}, b_in));
+        specs.push_back(zeros_spec(blk + "ffn_gate.bias", n_ff));
+        specs.push_back(uniform_spec(blk + "ffn_up.weight", {n_embd, n_ff}, b_in));
+        specs.push_back(zeros_spec(blk + "ffn_up.bias", n_ff));
+        specs.push_back(uniform_spec(blk + "ffn_down.weight", {n_ff, n_embd}, b_down));
+        specs.push_back(zeros_spec(blk + "ffn_down.bias", n_embd));
     }
-    specs.push_back(ones("v.post_ln.weight", n_embd));
+    specs.push_back(ones_spec("v.post_ln.weight", n_embd));
     // The merger: 2x2 merged patches through GELU to the text model's width.
-    specs.push_back(uniform("mm.0.weight", {merged, merged}, bound(1.0 / std::sqrt(double(merged)))));
-    specs.push_back(zeros("mm.0.bias", merged));
-    specs.push_back(uniform("mm.2.weight", {merged, int64_t(hp.n_embd_text)}, bound(1.0 / std::sqrt(double(merged)))));
-    specs.push_back(zeros("mm.2.bias", hp.n_embd_text));
+    specs.push_back(uniform_spec("mm.0.weight", {merged, merged}, uniform_bound(1.0 / std::sqrt(double(merged)))));
+    specs.push_back(zeros_spec("mm.0.bias", merged));
+    specs.push_back(uniform_spec("mm.2.weight", {merged, int64_t(hp.n_embd_text)}, uniform_bound(1.0 / std::sqrt(double(merged)))));
+    specs.push_back(zeros_spec("mm.2.bias", hp.n_embd_text));
     return specs;
 }
 
@@ -152,38 +159,35 @@ std::vector<tensor_spec> clip_tensor_specs(const clip_hparams_spec & hp) {
     const int64_t ps     = hp.patch_size;
     const int64_t n_pos  = int64_t(hp.n_patches_side()) * hp.n_patches_side();
 
-    const double b_patch = bound(1.0 / std::sqrt(double(3 * ps * ps)));
-    const double b_pos   = bound(0.5); // below the patches' scale, so the image content shows
-    const double b_in    = bound(1.0 / std::sqrt(double(n_embd)));
-    const double b_down  = bound(1.0 / std::sqrt(double(n_ff)));
+    const double b_patch = uniform_bound(1.0 / std::sqrt(double(3 * ps * ps)));
+    const double b_pos   = uniform_bound(0.5); // below the patches' scale, so the image content shows
+    const double b_in    = uniform_bound(1.0 / std::sqrt(double(n_embd)));
+    const double b_down  = uniform_bound(1.0 / std::sqrt(double(n_ff)));
 
     std::vector<tensor_spec> specs;
     // A conv2d kernel (KW, KH, channels in, channels out) with stride patch_size.
-    specs.push_back(uniform("v.patch_embd.weight", {ps, ps, 3, n_embd}, b_patch));
-    specs.push_back(zeros("v.patch_embd.bias", n_embd));
-    specs.push_back(uniform("v.position_embd.weight", {n_embd, n_pos}, b_pos));
+    specs.push_back(uniform_spec("v.patch_embd.weight", {ps, ps, 3, n_embd}, b_patch));
+    specs.push_back(zeros_spec("v.patch_embd.bias", n_embd));
+    specs.push_back(uniform_spec("v.position_embd.weight", {n_embd, n_pos}, b_pos));
 
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string blk = "v.blk." + std::to_string(il) + ".";
-        specs.push_back(ones(blk + "ln1.weight", n_embd));
-        specs.push_back(zeros(blk + "ln1.bias", n_embd));
-        for (const char * proj : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
-            specs.push_back(uniform(blk + proj + ".weight", {n_embd, n_embd}, b_in));
-            specs.push_back(zeros(blk + proj + ".bias", n_embd));
-        }
-        specs.push_back(ones(blk + "ln2.weight", n_embd));
-        specs.push_back(zeros(blk + "ln2.bias", n_embd));
-        specs.push_back(uniform(blk + "ffn_up.weight", {n_embd, n_ff}, b_in));
-        specs.push_back(zeros(blk + "ffn_up.bias", n_ff));
-        specs.push_back(uniform(blk + "ffn_down.weight", {n_ff, n_embd}, b_down));
-        specs.push_back(zeros(blk + "ffn_down.bias", n_embd));
+        specs.push_back(ones_spec(blk + "ln1.weight", n_embd));
+        specs.push_back(zeros_spec(blk + "ln1.bias", n_embd));
+        push_attention(specs, blk, n_embd, b_in, /*biases =*/true);
+        specs.push_back(ones_spec(blk + "ln2.weight", n_embd));
+        specs.push_back(zeros_spec(blk + "ln2.bias", n_embd));
+        specs.push_back(uniform_spec(blk + "ffn_up.weight", {n_embd, n_ff}, b_in));
+        specs.push_back(zeros_spec(blk + "ffn_up.bias", n_ff));
+        specs.push_back(uniform_spec(blk + "ffn_down.weight", {n_ff, n_embd}, b_down));
+        specs.push_back(zeros_spec(blk + "ffn_down.bias", n_embd));
     }
-    specs.push_back(ones("v.post_ln.weight", n_embd));
-    specs.push_back(zeros("v.post_ln.bias", n_embd));
+    specs.push_back(ones_spec("v.post_ln.weight", n_embd));
+    specs.push_back(zeros_spec("v.post_ln.bias", n_embd));
 
-    specs.push_back(ones("mm.soft_emb_norm.weight", n_embd + (hp.broken_norm ? 1 : 0)));
+    specs.push_back(ones_spec("mm.soft_emb_norm.weight", n_embd + (hp.broken_norm ? 1 : 0)));
     // Stored (text n_embd, vision n_embd); the graph multiplies by its transpose.
-    specs.push_back(uniform("mm.input_projection.weight", {int64_t(hp.n_embd_text), n_embd}, b_in));
+    specs.push_back(uniform_spec("mm.input_projection.weight", {int64_t(hp.n_embd_text), n_embd}, b_in));
     return specs;
 }
 

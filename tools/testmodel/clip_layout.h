@@ -3,7 +3,9 @@
 #include "tensor_spec.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 struct gguf_context;
@@ -57,6 +59,9 @@ struct clip_hparams_spec {
     uint32_t n_tokens_side() const { return n_patches_side() / n_merge; }
     uint32_t n_image_tokens() const { return n_tokens_side() * n_tokens_side(); } // gemma3's, for every image
 };
+
+// The kind whose type_name() is `name`; nullopt for any other.
+std::optional<projector_kind> projector_kind_named(std::string_view name);
 
 // Defaults of a kind: gemma3 as above; gemma4v with the real model's patch size (16), pool
 // (3) and nominal image size (224); qwen25vl with the real patch size (14) and merge (2).

@@ -33,49 +33,41 @@ std::vector<tensor_spec> gemma4_tensor_specs(const gemma4_hparams_spec & hp, uin
     // do (every block ends in an RMS norm), and the context matters for the next token.
     // Logits = output . rms_norm(x): std 4 keeps greedy top-two ties rare (see llama_layout);
     // the soft cap at 30 leaves them nearly linear.
-    const auto bound = [](double std) { return std * std::sqrt(3.0); };
-    const double b_embd = bound(1.0 / std::sqrt(double(n_embd)));
-    const double b_in   = bound(1.0 / std::sqrt(double(n_embd)));
-    const double b_down = bound(1.0 / std::sqrt(double(n_ff)));
-    const double b_out  = bound(4.0 / std::sqrt(double(n_embd)));
-
-    const auto vec = [](std::string name, int64_t n) {
-        return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ONES, 0.0};
-    };
-    const auto mat = [](std::string name, int64_t n_in, int64_t n_out, double b) {
-        return tensor_spec{std::move(name), {n_in, n_out}, WEIGHT_INIT_UNIFORM, b};
-    };
+    const double b_embd = uniform_bound(1.0 / std::sqrt(double(n_embd)));
+    const double b_in   = uniform_bound(1.0 / std::sqrt(double(n_embd)));
+    const double b_down = uniform_bound(1.0 / std::sqrt(double(n_ff)));
+    const double b_out  = uniform_bound(4.0 / std::sqrt(double(n_embd)));
 
     std::vector<tensor_spec> specs;
-    specs.push_back(mat("token_embd.weight", n_embd, n_vocab, b_embd));
-    specs.push_back(vec("output_norm.weight", n_embd));
-    specs.push_back(mat("output.weight", n_embd, n_vocab, b_out));
+    specs.push_back(matrix_spec("token_embd.weight", n_embd, n_vocab, b_embd));
+    specs.push_back(ones_spec("output_norm.weight", n_embd));
+    specs.push_back(matrix_spec("output.weight", n_embd, n_vocab, b_out));
     // One table for every full-attention layer (the real ones hold 1 for rotated dimensions).
-    specs.push_back(vec("rope_freqs.weight", hp.head_dim / 2));
+    specs.push_back(ones_spec("rope_freqs.weight", hp.head_dim / 2));
 
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string blk  = "blk." + std::to_string(il) + ".";
         const int64_t     d    = hp.is_full(il) ? hp.head_dim : hp.head_dim_swa;
         const int64_t     n_q  = d * hp.n_head;
         const int64_t     n_kv = d * hp.n_head_kv;
-        specs.push_back(vec(blk + "attn_norm.weight", n_embd));
-        specs.push_back(mat(blk + "attn_q.weight", n_embd, n_q, b_in));
-        specs.push_back(mat(blk + "attn_k.weight", n_embd, n_kv, b_in));
-        specs.push_back(mat(blk + "attn_v.weight", n_embd, n_kv, b_in));
-        specs.push_back(mat(blk + "attn_output.weight", n_q, n_embd, bound(1.0 / std::sqrt(double(n_q)))));
-        specs.push_back(vec(blk + "attn_q_norm.weight", d));
-        specs.push_back(vec(blk + "attn_k_norm.weight", d));
+        specs.push_back(ones_spec(blk + "attn_norm.weight", n_embd));
+        specs.push_back(matrix_spec(blk + "attn_q.weight", n_embd, n_q, b_in));
+        specs.push_back(matrix_spec(blk + "attn_k.weight", n_embd, n_kv, b_in));
+        specs.push_back(matrix_spec(blk + "attn_v.weight", n_embd, n_kv, b_in));
+        specs.push_back(matrix_spec(blk + "attn_output.weight", n_q, n_embd, uniform_bound(1.0 / std::sqrt(double(n_q)))));
+        specs.push_back(ones_spec(blk + "attn_q_norm.weight", d));
+        specs.push_back(ones_spec(blk + "attn_k_norm.weight", d));
         // The block's output is RMS-normed before the residual add, so its norm weight is
         // its scale.
         const auto post = [&](std::string name) {
-            return il >= hp.scaled_from_layer ? tensor_spec{std::move(name), {n_embd}, WEIGHT_INIT_CONST, hp.residual_scale}
-                                              : vec(std::move(name), n_embd);
+            return il >= hp.scaled_from_layer ? const_spec(std::move(name), n_embd, hp.residual_scale)
+                                              : ones_spec(std::move(name), n_embd);
         };
         specs.push_back(post(blk + "post_attention_norm.weight"));
-        specs.push_back(vec(blk + "ffn_norm.weight", n_embd));
-        specs.push_back(mat(blk + "ffn_gate.weight", n_embd, n_ff, b_in));
-        specs.push_back(mat(blk + "ffn_up.weight", n_embd, n_ff, b_in));
-        specs.push_back(mat(blk + "ffn_down.weight", n_ff, n_embd, b_down));
+        specs.push_back(ones_spec(blk + "ffn_norm.weight", n_embd));
+        specs.push_back(matrix_spec(blk + "ffn_gate.weight", n_embd, n_ff, b_in));
+        specs.push_back(matrix_spec(blk + "ffn_up.weight", n_embd, n_ff, b_in));
+        specs.push_back(matrix_spec(blk + "ffn_down.weight", n_ff, n_embd, b_down));
         specs.push_back(post(blk + "post_ffw_norm.weight"));
     }
     return specs;

@@ -26,6 +26,15 @@ gguf_context_ptr tokenizer_keys(const gguf_context * vocab) {
     return keys;
 }
 
+// The vocab's tokenizer, after the architecture's keys; `chat_template` replaces its template.
+void add_tokenizer(gguf_context * out, const vocab_file & vocab, const std::optional<std::string> & chat_template) {
+    gguf_context_ptr keys = tokenizer_keys(vocab.ctx.get());
+    gguf_set_kv(out, keys.get());
+    if (chat_template) {
+        gguf_set_val_str(out, "tokenizer.chat_template", chat_template->c_str());
+    }
+}
+
 void fill(ggml_tensor * t, const tensor_spec & spec, uint64_t seed) {
     auto * data = static_cast<float *>(t->data);
     const int64_t n = spec.n_elements();
@@ -94,22 +103,14 @@ vocab_file vocab_file_load(const std::string & path) {
 uint64_t model_write(const std::string & path, const vocab_file & vocab, const model_write_params & params) {
     gguf_context_ptr out(gguf_init_empty());
     llama_set_hparams(out.get(), params.hparams, vocab.n_vocab);
-    gguf_context_ptr keys = tokenizer_keys(vocab.ctx.get());
-    gguf_set_kv(out.get(), keys.get());
-    if (params.chat_template) {
-        gguf_set_val_str(out.get(), "tokenizer.chat_template", params.chat_template->c_str());
-    }
+    add_tokenizer(out.get(), vocab, params.chat_template);
     return write_with_weights(path, out.get(), llama_tensor_specs(params.hparams, vocab.n_vocab), params.seed);
 }
 
 uint64_t gemma4_model_write(const std::string & path, const vocab_file & vocab, const gemma4_write_params & params) {
     gguf_context_ptr out(gguf_init_empty());
     gemma4_set_hparams(out.get(), params.hparams, vocab.n_vocab);
-    gguf_context_ptr keys = tokenizer_keys(vocab.ctx.get());
-    gguf_set_kv(out.get(), keys.get());
-    if (params.chat_template) {
-        gguf_set_val_str(out.get(), "tokenizer.chat_template", params.chat_template->c_str());
-    }
+    add_tokenizer(out.get(), vocab, params.chat_template);
     return write_with_weights(path, out.get(), gemma4_tensor_specs(params.hparams, vocab.n_vocab), params.seed);
 }
 

@@ -33,39 +33,31 @@ std::vector<tensor_spec> llama_tensor_specs(const llama_hparams_spec & hp, uint3
     // output has unit scale next to the unit-scale embeddings: the layers (and so the
     // context) matter for the next token, and a pair's scaled layers can outweigh the rest.
     // Q and K get twice that so attention is peaked rather than a flat average.
-    const auto bound = [](double std) { return std * std::sqrt(3.0); };
-    const double b_embd = bound(1.0);
-    const double b_in   = bound(1.0 / std::sqrt(double(n_embd)));
+    const double b_embd = uniform_bound(1.0);
+    const double b_in   = uniform_bound(1.0 / std::sqrt(double(n_embd)));
     const double b_qk   = 2.0 * b_in;
-    const double b_down = bound(1.0 / std::sqrt(double(n_ff)));
+    const double b_down = uniform_bound(1.0 / std::sqrt(double(n_ff)));
     // Logits = output . rms_norm(x): std 4 spreads them enough that greedy top-two ties
     // (gap < 1e-3) are rare, which the speculation-equivalence tests depend on.
-    const double b_out  = bound(4.0 / std::sqrt(double(n_embd)));
-
-    const auto vec = [](std::string name, int64_t n) {
-        return tensor_spec{std::move(name), {n}, WEIGHT_INIT_ONES, 0.0};
-    };
-    const auto mat = [](std::string name, int64_t n_in, int64_t n_out, double b) {
-        return tensor_spec{std::move(name), {n_in, n_out}, WEIGHT_INIT_UNIFORM, b};
-    };
+    const double b_out  = uniform_bound(4.0 / std::sqrt(double(n_embd)));
 
     std::vector<tensor_spec> specs;
-    specs.push_back(mat("token_embd.weight", n_embd, n_vocab, b_embd));
-    specs.push_back(vec("output_norm.weight", n_embd));
-    specs.push_back(mat("output.weight", n_embd, n_vocab, b_out));
+    specs.push_back(matrix_spec("token_embd.weight", n_embd, n_vocab, b_embd));
+    specs.push_back(ones_spec("output_norm.weight", n_embd));
+    specs.push_back(matrix_spec("output.weight", n_embd, n_vocab, b_out));
 
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string blk   = "blk." + std::to_string(il) + ".";
         const double      scale = il >= hp.scaled_from_layer ? hp.residual_scale : 1.0;
-        specs.push_back(vec(blk + "attn_norm.weight", n_embd));
-        specs.push_back(mat(blk + "attn_q.weight", n_embd, n_embd, b_qk));
-        specs.push_back(mat(blk + "attn_k.weight", n_embd, n_embd_kv, b_qk));
-        specs.push_back(mat(blk + "attn_v.weight", n_embd, n_embd_kv, b_in));
-        specs.push_back(mat(blk + "attn_output.weight", n_embd, n_embd, scale * b_in));
-        specs.push_back(vec(blk + "ffn_norm.weight", n_embd));
-        specs.push_back(mat(blk + "ffn_gate.weight", n_embd, n_ff, b_in));
-        specs.push_back(mat(blk + "ffn_up.weight", n_embd, n_ff, b_in));
-        specs.push_back(mat(blk + "ffn_down.weight", n_ff, n_embd, scale * b_down));
+        specs.push_back(ones_spec(blk + "attn_norm.weight", n_embd));
+        specs.push_back(matrix_spec(blk + "attn_q.weight", n_embd, n_embd, b_qk));
+        specs.push_back(matrix_spec(blk + "attn_k.weight", n_embd, n_embd_kv, b_qk));
+        specs.push_back(matrix_spec(blk + "attn_v.weight", n_embd, n_embd_kv, b_in));
+        specs.push_back(matrix_spec(blk + "attn_output.weight", n_embd, n_embd, scale * b_in));
+        specs.push_back(ones_spec(blk + "ffn_norm.weight", n_embd));
+        specs.push_back(matrix_spec(blk + "ffn_gate.weight", n_embd, n_ff, b_in));
+        specs.push_back(matrix_spec(blk + "ffn_up.weight", n_embd, n_ff, b_in));
+        specs.push_back(matrix_spec(blk + "ffn_down.weight", n_ff, n_embd, scale * b_down));
     }
     return specs;
 }

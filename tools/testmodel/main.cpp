@@ -232,6 +232,14 @@ void describe(const std::string & path, uint64_t size, const vocab_file & vocab,
                 params.chat_template || vocab.has_chat_template ? "yes" : "no");
 }
 
+void describe(const std::string & path, uint64_t size, const vocab_file & vocab, const gemma4_write_params & params) {
+    const gemma4_hparams_spec & hp = params.hparams;
+    std::printf("wrote %s: %llu bytes, gemma4, n_vocab %u, n_embd %u, n_layer %u, n_head %u, n_head_kv %u, "
+                "head %u, n_ff %u, window %u, seed %llu\n",
+                path.c_str(), (unsigned long long) size, vocab.n_vocab, hp.n_embd, hp.n_layer, hp.n_head,
+                hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_swa, (unsigned long long) params.seed);
+}
+
 // The positions agreement is measured on: seeded random token ids, so every part of the
 // vocabulary and no particular text is favoured; 384 positions resolve agreement to ~0.003.
 std::vector<llama_token> probe_tokens(uint32_t n_vocab, uint64_t seed) {
@@ -280,12 +288,7 @@ int run_single(const cli_options & opts) {
         describe(out, model_write(out, vocab, params), vocab, params);
     } else if (arch == "gemma4") {
         const gemma4_write_params params = parse_gemma4_params(opts);
-        const gemma4_hparams_spec & hp = params.hparams;
-        const uint64_t size = gemma4_model_write(out, vocab, params);
-        std::printf("wrote %s: %llu bytes, gemma4, n_vocab %u, n_embd %u, n_layer %u, n_head %u, n_head_kv %u, "
-                    "head %u, n_ff %u, window %u, seed %llu\n",
-                    out.c_str(), (unsigned long long) size, vocab.n_vocab, hp.n_embd, hp.n_layer, hp.n_head,
-                    hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_swa, (unsigned long long) params.seed);
+        describe(out, gemma4_model_write(out, vocab, params), vocab, params);
     } else {
         throw usage_error("--arch: llama, gemma4 or qwen2vl, got '" + arch + "'");
     }
@@ -305,45 +308,23 @@ struct pair_writer {
     uint64_t                                                        seed = 1;
 };
 
-pair_writer llama_pair(const vocab_file & vocab, const cli_options & opts, uint32_t n_extra) {
-    const model_write_params draft = parse_model_params(opts);
-    model_write_params       target = draft;
-    // Same seed and tensor names, so the target's embeddings, output and first n_layer
-    // layers are bit-identical to the draft's; only the extra layers differ.
+// The draft as `draft` says, the target with n_extra more layers. Same seed and tensor names,
+// so the target's embeddings, output and first layers are bit-identical to the draft's; only
+// the extra layers differ, scaled by the alpha each target is written with.
+template <typename Params>
+pair_writer pair_of(const vocab_file & vocab, const Params & draft, uint32_t n_extra,
+                    uint64_t (*write)(const std::string &, const vocab_file &, const Params &)) {
+    Params target                    = draft;
     target.hparams.scaled_from_layer = draft.hparams.n_layer;
     target.hparams.n_layer          += n_extra;
     pair_writer w;
     w.seed        = draft.seed;
-    w.write_draft = [&vocab, draft](const std::string & path) { describe(path, model_write(path, vocab, draft), vocab, draft); };
-    w.write_target = [&vocab, target](const std::string & path, double alpha) mutable {
+    w.write_draft = [&vocab, draft, write](const std::string & path) { describe(path, write(path, vocab, draft), vocab, draft); };
+    w.write_target = [&vocab, target, write](const std::string & path, double alpha) mutable {
         target.hparams.residual_scale = alpha;
-        return model_write(path, vocab, target);
+        return write(path, vocab, target);
     };
     w.describe_target = [&vocab, target](const std::string & path, uint64_t size) { describe(path, size, vocab, target); };
-    return w;
-}
-
-pair_writer gemma4_pair(const vocab_file & vocab, const cli_options & opts, uint32_t n_extra) {
-    const gemma4_write_params draft  = parse_gemma4_params(opts);
-    gemma4_write_params       target = draft;
-    target.hparams.scaled_from_layer = draft.hparams.n_layer;
-    target.hparams.n_layer          += n_extra;
-    const auto say = [&vocab](const std::string & path, uint64_t size, const gemma4_hparams_spec & hp, uint64_t seed) {
-        std::printf("wrote %s: %llu bytes, gemma4, n_vocab %u, n_embd %u, n_layer %u, n_ff %u, seed %llu\n", path.c_str(),
-                    (unsigned long long) size, vocab.n_vocab, hp.n_embd, hp.n_layer, hp.n_ff, (unsigned long long) seed);
-    };
-    pair_writer w;
-    w.seed        = draft.seed;
-    w.write_draft = [&vocab, draft, say](const std::string & path) {
-        say(path, gemma4_model_write(path, vocab, draft), draft.hparams, draft.seed);
-    };
-    w.write_target = [&vocab, target](const std::string & path, double alpha) mutable {
-        target.hparams.residual_scale = alpha;
-        return gemma4_model_write(path, vocab, target);
-    };
-    w.describe_target = [target, say](const std::string & path, uint64_t size) {
-        say(path, size, target.hparams, target.seed);
-    };
     return w;
 }
 
@@ -361,7 +342,8 @@ int run_pair(const cli_options & opts) {
     if (arch != "llama" && arch != "gemma4") {
         throw usage_error("--arch: llama or gemma4, got '" + arch + "'");
     }
-    const pair_writer w = arch == "llama" ? llama_pair(vocab, opts, n_extra) : gemma4_pair(vocab, opts, n_extra);
+    const pair_writer w = arch == "llama" ? pair_of(vocab, parse_model_params(opts), n_extra, &model_write)
+                                          : pair_of(vocab, parse_gemma4_params(opts), n_extra, &gemma4_model_write);
 
     w.write_draft(draft_path);
     if (opts.has("--draft-type")) {
@@ -413,14 +395,13 @@ int run_agreement(const cli_options & opts) {
 }
 
 int run_projector(const cli_options & opts) {
-    const std::string & type = opts.required("--type");
-    if (type != "gemma3" && type != "gemma4v" && type != "qwen2.5vl_merger") {
+    const std::string &                 type = opts.required("--type");
+    const std::optional<projector_kind> kind = projector_kind_named(type);
+    if (!kind) {
         throw usage_error("--type: gemma3, gemma4v or qwen2.5vl_merger, got '" + type + "'");
     }
     projector_write_params params;
-    params.hparams = clip_hparams_default(type == "gemma3" ? projector_kind::gemma3
-                                          : type == "gemma4v" ? projector_kind::gemma4v
-                                                              : projector_kind::qwen25vl);
+    params.hparams = clip_hparams_default(*kind);
     clip_hparams_spec & hp = params.hparams;
     hp.n_embd_text = parse_count(opts, "--n-embd-text", 0);
     if (hp.n_embd_text == 0) {

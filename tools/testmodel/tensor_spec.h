@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,3 +27,19 @@ struct tensor_spec {
         return n;
     }
 };
+
+// Uniform weights of standard deviation `std` lie in [-std * sqrt(3), std * sqrt(3)).
+inline double uniform_bound(double std) { return std * std::sqrt(3.0); }
+
+inline tensor_spec ones_spec(std::string name, int64_t n) { return {std::move(name), {n}, WEIGHT_INIT_ONES, 0.0}; }
+inline tensor_spec zeros_spec(std::string name, int64_t n) { return {std::move(name), {n}, WEIGHT_INIT_ZEROS, 0.0}; }
+inline tensor_spec const_spec(std::string name, int64_t n, double value) {
+    return {std::move(name), {n}, WEIGHT_INIT_CONST, value};
+}
+inline tensor_spec uniform_spec(std::string name, std::vector<int64_t> ne, double bound) {
+    return {std::move(name), std::move(ne), WEIGHT_INIT_UNIFORM, bound};
+}
+// A matrix with rows of n_in values (the input dimension), n_out of them.
+inline tensor_spec matrix_spec(std::string name, int64_t n_in, int64_t n_out, double bound) {
+    return uniform_spec(std::move(name), {n_in, n_out}, bound);
+}

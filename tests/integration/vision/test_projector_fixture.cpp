@@ -119,16 +119,21 @@ protected:
         llama_backend_init();
     }
 
+    // The text model and projector a fixture loads; gemma3's unless a subclass names others.
+    ProjectorFixture(const char * text_file = "vision-text.gguf", const char * mmproj_file = "vision-mmproj.gguf",
+                     bool warmup = true) :
+        text_file_(text_file), mmproj_file_(mmproj_file), warmup_(warmup) {}
+
     void SetUp() override {
         if (!std::getenv("SPECD_FIXTURES")) {
             GTEST_SKIP() << "SPECD_FIXTURES is not set (ctest sets it after fixtures.generate)";
         }
         llama_model_params params = llama_model_default_params();
         params.n_gpu_layers = 0;
-        model_.reset(llama_model_load_from_file(fixture_path("vision-text.gguf").c_str(), params));
-        ASSERT_TRUE(model_) << "cannot load " << fixture_path("vision-text.gguf");
+        model_.reset(llama_model_load_from_file(fixture_path(text_file_).c_str(), params));
+        ASSERT_TRUE(model_) << "cannot load " << fixture_path(text_file_);
         vision_ = init_mtmd(nullptr, nullptr);
-        ASSERT_TRUE(vision_) << "cannot load " << fixture_path("vision-mmproj.gguf");
+        ASSERT_TRUE(vision_) << "cannot load " << fixture_path(mmproj_file_);
     }
 
     mtmd_ptr init_mtmd(ggml_backend_sched_eval_callback cb_eval, void * cb_data) const {
@@ -136,9 +141,10 @@ protected:
         params.use_gpu           = false;
         params.n_threads         = 2;
         params.print_timings     = false;
+        params.warmup            = warmup_;
         params.cb_eval           = cb_eval;
         params.cb_eval_user_data = cb_data;
-        return mtmd_ptr(mtmd_init_from_file(fixture_path("vision-mmproj.gguf").c_str(), model_.get(), params));
+        return mtmd_ptr(mtmd_init_from_file(fixture_path(mmproj_file_).c_str(), model_.get(), params));
     }
 
     chunks_ptr tokenize(mtmd_context * vision, const std::string & prompt, const mtmd_bitmap * image) const {
@@ -188,6 +194,26 @@ protected:
         return std::string("Describe this image: ") + mtmd_default_marker() + "\nWhat is in it?";
     }
 
+    // The image chunk of image_prompt() for an nx x ny gradient (null when the prompt did not
+    // become text, image, text).
+    struct tokenized {
+        chunks_ptr               chunks;
+        const mtmd_input_chunk * image = nullptr;
+    };
+    tokenized tokenize_gradient(mtmd_context * vision, uint32_t nx, uint32_t ny) const {
+        const std::vector<unsigned char> rgb = gradient(nx, ny);
+        bitmap_ptr image = bitmap(nx, ny, rgb);
+        tokenized out;
+        out.chunks = tokenize(vision, image_prompt(), image.get());
+        if (out.chunks && mtmd_input_chunks_size(out.chunks.get()) == 3) {
+            out.image = mtmd_input_chunks_get(out.chunks.get(), 1);
+        }
+        return out;
+    }
+
+    const char *    text_file_;
+    const char *    mmproj_file_;
+    bool            warmup_;
     llama_model_ptr model_;
     mtmd_ptr        vision_;
 };
@@ -404,44 +430,7 @@ TEST_F(ProjectorFixture, PreprocessingIsPinned) {
 // around it, the vocabulary's own control tokens; and decodes it non-causally.
 class Gemma4Fixture : public ProjectorFixture {
 protected:
-    void SetUp() override {
-        if (!std::getenv("SPECD_FIXTURES")) {
-            GTEST_SKIP() << "SPECD_FIXTURES is not set (ctest sets it after fixtures.generate)";
-        }
-        llama_model_params params = llama_model_default_params();
-        params.n_gpu_layers = 0;
-        model_.reset(llama_model_load_from_file(fixture_path("gemma4-text.gguf").c_str(), params));
-        ASSERT_TRUE(model_) << "cannot load " << fixture_path("gemma4-text.gguf");
-        vision_ = init_gemma4(nullptr, nullptr);
-        ASSERT_TRUE(vision_) << "cannot load " << fixture_path("gemma4-mmproj.gguf");
-    }
-
-    mtmd_ptr init_gemma4(ggml_backend_sched_eval_callback cb_eval, void * cb_data) const {
-        mtmd_context_params params = mtmd_context_params_default();
-        params.use_gpu           = false;
-        params.n_threads         = 2;
-        params.print_timings     = false;
-        params.warmup            = false;
-        params.cb_eval           = cb_eval;
-        params.cb_eval_user_data = cb_data;
-        return mtmd_ptr(mtmd_init_from_file(fixture_path("gemma4-mmproj.gguf").c_str(), model_.get(), params));
-    }
-
-    // The image chunk of image_prompt() for an nx x ny gradient.
-    struct tokenized {
-        chunks_ptr               chunks;
-        const mtmd_input_chunk * image = nullptr;
-    };
-    tokenized tokenize_gradient(mtmd_context * vision, uint32_t nx, uint32_t ny) const {
-        const std::vector<unsigned char> rgb = gradient(nx, ny);
-        bitmap_ptr image = bitmap(nx, ny, rgb);
-        tokenized out;
-        out.chunks = tokenize(vision, image_prompt(), image.get());
-        if (out.chunks && mtmd_input_chunks_size(out.chunks.get()) == 3) {
-            out.image = mtmd_input_chunks_get(out.chunks.get(), 1);
-        }
-        return out;
-    }
+    Gemma4Fixture() : ProjectorFixture("gemma4-text.gguf", "gemma4-mmproj.gguf", /*warmup =*/false) {}
 };
 
 TEST_F(Gemma4Fixture, LoadsAndMarksImagesWithTheVocabularysTokens) {
@@ -490,7 +479,7 @@ TEST_F(Gemma4Fixture, ImagePromptEvaluatesAndDecodes) {
 // through) changes them; then re-record them here on purpose.
 TEST_F(Gemma4Fixture, PreprocessingIsPinned) {
     preprocessed_capture captured;
-    mtmd_ptr vision = init_gemma4(capture_gemma4_input, &captured);
+    mtmd_ptr vision = init_mtmd(capture_gemma4_input, &captured);
     ASSERT_TRUE(vision);
     const tokenized t = tokenize_gradient(vision.get(), 100, 60);
     ASSERT_NE(t.image, nullptr);
@@ -520,55 +509,35 @@ TEST_F(Gemma4Fixture, PreprocessingIsPinned) {
 // causally.
 class QwenVlFixture : public ProjectorFixture {
 protected:
-    void SetUp() override {
-        if (!std::getenv("SPECD_FIXTURES")) {
-            GTEST_SKIP() << "SPECD_FIXTURES is not set (ctest sets it after fixtures.generate)";
-        }
-        llama_model_params params = llama_model_default_params();
-        params.n_gpu_layers = 0;
-        model_.reset(llama_model_load_from_file(fixture_path("qwen-vl-text.gguf").c_str(), params));
-        ASSERT_TRUE(model_) << "cannot load " << fixture_path("qwen-vl-text.gguf");
-        mtmd_context_params mp = mtmd_context_params_default();
-        mp.use_gpu       = false;
-        mp.n_threads     = 2;
-        mp.print_timings = false;
-        mp.warmup        = false; // its warmup reserves for a 1288x1288 image
-        vision_.reset(mtmd_init_from_file(fixture_path("qwen-vl-mmproj.gguf").c_str(), model_.get(), mp));
-        ASSERT_TRUE(vision_) << "cannot load " << fixture_path("qwen-vl-mmproj.gguf");
-    }
-
-    chunks_ptr tokenize_gradient(uint32_t nx, uint32_t ny) const {
-        const std::vector<unsigned char> rgb = gradient(nx, ny);
-        bitmap_ptr image = bitmap(nx, ny, rgb);
-        return tokenize(vision_.get(), image_prompt(), image.get());
-    }
+    // Its warmup would reserve for a 1288x1288 image.
+    QwenVlFixture() : ProjectorFixture("qwen-vl-text.gguf", "qwen-vl-mmproj.gguf", /*warmup =*/false) {}
 };
 
 TEST_F(QwenVlFixture, ImagesTakeFewerPositionsThanTokens) {
     EXPECT_TRUE(mtmd_decode_use_mrope(vision_.get()));
     EXPECT_FALSE(mtmd_decode_use_non_causal(vision_.get(), nullptr));
     const auto counts = [&](uint32_t nx, uint32_t ny) {
-        chunks_ptr chunks = tokenize_gradient(nx, ny);
-        if (!chunks || mtmd_input_chunks_size(chunks.get()) != 3) return std::pair<size_t, llama_pos>{0, 0};
-        const mtmd_input_chunk * img = mtmd_input_chunks_get(chunks.get(), 1);
-        return std::pair<size_t, llama_pos>{mtmd_input_chunk_get_n_tokens(img), mtmd_input_chunk_get_n_pos(img)};
+        const tokenized t = tokenize_gradient(vision_.get(), nx, ny);
+        if (!t.image) return std::pair<size_t, llama_pos>{0, 0};
+        return std::pair<size_t, llama_pos>{mtmd_input_chunk_get_n_tokens(t.image), mtmd_input_chunk_get_n_pos(t.image)};
     };
     EXPECT_EQ(counts(64, 64), (std::pair<size_t, llama_pos>{9, 3}));         // 84x84: 3 x 3 tokens
     EXPECT_EQ(counts(1920, 1080), (std::pair<size_t, llama_pos>{2691, 69})); // 69 x 39 tokens
 }
 
 TEST_F(QwenVlFixture, ImagePromptEvaluatesWithGridPositions) {
-    chunks_ptr chunks = tokenize_gradient(64, 64);
+    const tokenized t      = tokenize_gradient(vision_.get(), 64, 64);
+    const auto *    chunks = t.chunks.get();
     ASSERT_TRUE(chunks);
     size_t n_tokens = 0;
-    for (size_t i = 0; i < mtmd_input_chunks_size(chunks.get()); ++i) {
-        n_tokens += mtmd_input_chunk_get_n_tokens(mtmd_input_chunks_get(chunks.get(), i));
+    for (size_t i = 0; i < mtmd_input_chunks_size(chunks); ++i) {
+        n_tokens += mtmd_input_chunk_get_n_tokens(mtmd_input_chunks_get(chunks, i));
     }
-    const eval_result r = eval(chunks.get(), 64);
+    const eval_result r = eval(chunks, 64);
     ASSERT_FALSE(r.logits.empty());
     EXPECT_TRUE(all_finite(r.logits.data(), int32_t(r.logits.size())));
     // The text after the image continues from the image's positions: 6 fewer than its tokens.
-    EXPECT_EQ(r.n_past, llama_pos(mtmd_helper_get_n_pos(chunks.get())));
+    EXPECT_EQ(r.n_past, llama_pos(mtmd_helper_get_n_pos(chunks)));
     EXPECT_EQ(size_t(r.n_past) + 6, n_tokens);
 }
 
