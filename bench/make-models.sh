@@ -9,16 +9,24 @@ mkdir -p "$out"
 tool_sum=$(sha256sum "$bin" | cut -d' ' -f1)
 q() { node -e "const s=require(process.argv[1]); console.log($1)" "$(realpath "$cells")"; }
 vocab="$vocab_dir/$(q s.shape.vocab)"
-# A pair may override the shape's extra_layers and quantize its draft ("draft_type": "q4_0"),
-# so that its draft costs a few percent of the target's step, as real drafts do.
+# A pair may override the shape's extra_layers and draft_layers, quantize its draft
+# ("draft_type": "q4_0", so that its draft costs a few percent of the target's step, as real
+# drafts do), and name another architecture ("arch": "gemma4" or "qwen2vl"), vocabulary and
+# chat template (a file under the vocabulary folder's templates/).
 for pair in $(q "Object.keys(s.pairs).join(' ')"); do
   agreement=$(q "s.pairs['$pair'].agreement")
   seed=$(q "s.pairs['$pair'].seed")
   extra=$(q "s.pairs['$pair'].extra_layers ?? s.shape.extra_layers")
-  shape="--n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $(q s.shape.draft_layers) --extra-layers $extra"
+  layers=$(q "s.pairs['$pair'].draft_layers ?? s.shape.draft_layers")
+  shape="--n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $layers --extra-layers $extra"
   draft_type=$(q "s.pairs['$pair'].draft_type ?? ''")
   [ -z "$draft_type" ] || shape="$shape --draft-type $draft_type"
-  args="pair --vocab $vocab --target $out/$pair-target.gguf --draft $out/$pair-draft.gguf --agreement $agreement --seed $seed $shape"
+  arch=$(q "s.pairs['$pair'].arch ?? ''")
+  [ -z "$arch" ] || shape="$shape --arch $arch"
+  pair_vocab="$vocab_dir/$(q "s.pairs['$pair'].vocab ?? s.shape.vocab")"
+  template=$(q "s.pairs['$pair'].chat_template ?? ''")
+  [ -z "$template" ] || shape="$shape --chat-template $vocab_dir/templates/$template"
+  args="pair --vocab $pair_vocab --target $out/$pair-target.gguf --draft $out/$pair-draft.gguf --agreement $agreement --seed $seed $shape"
   stamp="$out/.$pair.stamp"
   if [ -f "$out/$pair-target.gguf" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$tool_sum $args" ]; then
     echo "bench models: $pair is up to date" >&2
@@ -29,16 +37,27 @@ for pair in $(q "Object.keys(s.pairs).join(' ')"); do
   "$bin" $args >&2
   echo "$tool_sum $args" > "$stamp"
 done
-# A vision projector for the pairs' width, when the cell file asks for one ("projector").
-if [ "$(q "s.projector ? 'yes' : 'no'")" = yes ]; then
-  args="projector --type gemma3 --n-embd-text $(q s.shape.n_embd) --image-size $(q s.projector.image_size) --patch-size $(q s.projector.patch_size) --merge $(q s.projector.merge) --n-embd $(q s.projector.n_embd) --n-layer $(q s.projector.n_layer) --n-ff $(q s.projector.n_ff) --out $out/mmproj.gguf"
-  stamp="$out/.mmproj.stamp"
-  if [ -f "$out/mmproj.gguf" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$tool_sum $args" ]; then
-    echo "bench models: mmproj is up to date" >&2
-  else
-    echo "bench models: generating the projector" >&2
-    # shellcheck disable=SC2086
-    "$bin" $args >&2
-    echo "$tool_sum $args" > "$stamp"
+# Vision projectors for the pairs' width, when the cell file asks for them: "projector"
+# (gemma3, mmproj.gguf) for every pair without one of its own, a pair's "projector" (its
+# "type" and the same size keys, PAIR-mmproj.gguf) for that pair.
+projector() { # KEY-EXPRESSION OUT-FILE
+  local p=$1 file=$2 args
+  args="projector --type $(q "$p.type ?? 'gemma3'") --n-embd-text $(q s.shape.n_embd)"
+  for key in image_size patch_size merge; do
+    [ "$(q "$p.$key ?? ''")" = "" ] || args="$args --${key//_/-} $(q "$p.$key")"
+  done
+  args="$args --n-embd $(q "$p.n_embd") --n-layer $(q "$p.n_layer") --n-ff $(q "$p.n_ff") --out $out/$file"
+  local stamp="$out/.$file.stamp"
+  if [ -f "$out/$file" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$tool_sum $args" ]; then
+    echo "bench models: $file is up to date" >&2
+    return
   fi
-fi
+  echo "bench models: generating $file" >&2
+  # shellcheck disable=SC2086
+  "$bin" $args >&2
+  echo "$tool_sum $args" > "$stamp"
+}
+[ "$(q "s.projector ? 'yes' : 'no'")" = no ] || projector s.projector mmproj.gguf
+for pair in $(q "Object.keys(s.pairs).filter((p) => s.pairs[p].projector).join(' ')"); do
+  projector "s.pairs['$pair'].projector" "$pair-mmproj.gguf"
+done

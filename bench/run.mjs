@@ -15,8 +15,9 @@
 // Engines with the same "server" share one process (otherwise each engine has its own). A cell with "format" (a key of "schemas") sends that schema to every engine
 // of its set that is not "constrained": false, and each such answer is checked against it.
 // A cell with "images" ([[width, height], ...]) sends that many generated PNGs (different
-// pixels every run) to specd engines, whose model then has the file's "projector"; its table
-// adds prompt tokens/s, tokens per image, encode time per image and resident memory.
+// pixels every run) to specd engines, whose model then has its pair's "projector" (or the
+// file's); its table adds prompt tokens/s, tokens per image, encode time per image and
+// resident memory. A pair's "num_ctx" overrides the file's.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -55,7 +56,8 @@ function load(opt) {
     if (!spec.pairs[c.pair]) throw new Error(`cell ${c.name}: no pair "${c.pair}"`);
     if (!spec.engine_sets[c.engines]) throw new Error(`cell ${c.name}: no engine set "${c.engines}"`);
     if (c.format !== undefined && !spec.schemas?.[c.format]) throw new Error(`cell ${c.name}: no schema "${c.format}"`);
-    if (c.images && (!spec.projector || spec.engine_sets[c.engines].engines.some((e) => e.kind !== 'specd'))) {
+    if (c.images && (!(spec.pairs[c.pair].projector ?? spec.projector) ||
+                     spec.engine_sets[c.engines].engines.some((e) => e.kind !== 'specd'))) {
       throw new Error(`cell ${c.name}: images need a "projector" and an engine set of specd engines`);
     }
   }
@@ -69,13 +71,15 @@ const commandLines = new Map();
 function startServer(engine, opt, spec, pairName, storeDir) {
   const target = path.resolve(opt.models, `${pairName}-target.gguf`);
   const draft = path.resolve(opt.models, `${pairName}-draft.gguf`);
+  const pair = spec.pairs[pairName];
+  const numCtx = pair.num_ctx ?? spec.num_ctx;
+  const mmproj = pair.projector ? `${pairName}-mmproj.gguf` : spec.projector ? 'mmproj.gguf' : undefined;
   return engine.kind === 'specd'
     ? startSpecd({ bin: opt.specd, modelsDir: storeDir, name: `bench-${pairName}`, target, draft,
-                   threads: engine.num_thread, numCtx: spec.num_ctx,
-                   mmproj: spec.projector ? path.resolve(opt.models, 'mmproj.gguf') : undefined })
+                   threads: engine.num_thread, numCtx, mmproj: mmproj && path.resolve(opt.models, mmproj) })
     : startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
                          draftNMin: engine.draft_n_min, threads: spec.threads ?? os.cpus().length,
-                         numCtx: spec.num_ctx, extraArgs: engine.args ?? [] });
+                         numCtx, extraArgs: engine.args ?? [] });
 }
 
 // The engines of a set by server process: engines with the same "server" share one, every

@@ -35,8 +35,9 @@
 #                                   a qwen2vl text model (qwen2 vocab, Qwen2.5's chat template,
 #                                   n_embd 64, M-RoPE; Q8_0) and a Qwen2.5-VL merger projector for
 #                                   it (patch 14, 2x2 merge: 9 tokens for 64x64, 2691 for
-#                                   1920x1080, on a grid of M-RoPE positions). Not served yet:
-#                                   the tests show mtmd's positions and the refusal at create
+#                                   1920x1080, on a grid of M-RoPE positions: an image takes
+#                                   max(grid width, grid height) positions, 3 for those 9 tokens)
+#   qwen-vl-draft.gguf              qwen-vl-text.gguf's weights in Q4_0: its draft
 #   broken-mmproj.gguf              a gemma3 projector for vision-text.gguf that loads but aborts
 #                                   its process on the first image (specd-testmodel --defect)
 #   tiny-lora.gguf                  a random LoRA adapter for tiny.gguf (every attention and
@@ -118,6 +119,8 @@ gemma4v_args=(projector --type gemma4v --n-embd-text 64 --seed 6)
 fixture gemma4-mmproj "gemma4-mmproj.gguf" "${gemma4v_args[@]}" --out "$out/gemma4-mmproj.gguf"
 fixture qwen-vl-text "qwen-vl-text.gguf" --arch qwen2vl --vocab "$models/ggml-vocab-qwen2.gguf" \
   --chat-template "$models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" --quantize q8_0 --out "$out/qwen-vl-text.gguf" --seed 7
+fixture qwen-vl-draft "qwen-vl-draft.gguf" --arch qwen2vl --vocab "$models/ggml-vocab-qwen2.gguf" \
+  --chat-template "$models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" --quantize q4_0 --out "$out/qwen-vl-draft.gguf" --seed 7
 fixture qwen-vl-mmproj "qwen-vl-mmproj.gguf" projector --type qwen2.5vl_merger --n-embd-text 64 --seed 7 \
   --out "$out/qwen-vl-mmproj.gguf"
 fixture tiny-lora "tiny-lora.gguf" lora --out "$out/tiny-lora.gguf" --seed 5

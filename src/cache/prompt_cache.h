@@ -33,6 +33,7 @@ struct SeqState {
     std::vector<token_id> tokens;
     std::vector<uint8_t>  bytes;
     std::vector<int32_t>  positions; // (tokens): the position each token's KV was decoded at
+    int32_t               next_pos = 0; // the position after them (past an M-RoPE image: more than the last + 1)
 };
 
 struct CacheEntry {

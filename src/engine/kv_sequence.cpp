@@ -16,6 +16,12 @@ void KvSequence::appended(std::span<const llama_token> tokens) {
     for (size_t i = 0; i < tokens.size(); ++i) positions_.push_back(next_pos_++);
 }
 
+void KvSequence::appended_image(std::span<const llama_token> cells, llama_pos n_pos, bool shared) {
+    tokens_.insert(tokens_.end(), cells.begin(), cells.end());
+    for (size_t i = 0; i < cells.size(); ++i) positions_.push_back(shared ? next_pos_ : next_pos_ + llama_pos(i));
+    next_pos_ += n_pos;
+}
+
 bool KvSequence::keep(size_t n) {
     n                    = std::min(n, tokens_.size());
     const llama_pos from = n < positions_.size() ? positions_[n] : next_pos_;
@@ -60,6 +66,7 @@ std::optional<cache::SeqState> KvSequence::save(size_t max_bytes) const {
     cache::SeqState s;
     s.tokens    = tokens_;
     s.positions = positions_;
+    s.next_pos  = next_pos_;
     s.bytes.resize(size);
     if (llama_state_seq_get_data(ctx_, s.bytes.data(), s.bytes.size(), seq_) != size) return std::nullopt;
     return s;
@@ -81,7 +88,8 @@ bool KvSequence::restore(const cache::SeqState & state, size_t n_tokens) {
         positions_.resize(tokens_.size());
         for (size_t i = 0; i < positions_.size(); ++i) positions_[i] = static_cast<llama_pos>(i);
     }
-    next_pos_ = positions_.empty() ? 0 : positions_.back() + 1;
+    // A state that ends with an M-RoPE image continues past its last cell's position.
+    next_pos_ = positions_.empty() ? 0 : std::max(positions_.back() + 1, state.next_pos);
     // Causal attention: the KV of the first n_tokens does not depend on the rest.
     return keep(n_tokens) || n_tokens == 0;
 }

@@ -3,7 +3,8 @@
 // to the sequence's cells goes through this type (nothing else calls llama_memory_seq_*), so
 // the token mirror and the cache cannot drift apart. Positions are kept beside the tokens,
 // never assumed equal to the number of cells: an image's embeddings may advance the position
-// by other than their count (M-RoPE models do).
+// by other than their count (M-RoPE models do), so the positions of a prefix are those of its
+// cells, and the position after it is the next cell's (or next_pos()).
 #include "cache/prompt_cache.h"
 #include "engine/llama_handles.h"
 
@@ -29,6 +30,10 @@ class KvSequence {
     // `tokens` were just decoded into this sequence at next_pos(), next_pos() + 1, ...
     void appended(std::span<const llama_token> tokens);
     void appended(llama_token token) { appended(std::span<const llama_token>(&token, 1)); }
+    // An image's `cells` were just decoded from next_pos(), advancing it by `n_pos`: one
+    // position per cell, or (M-RoPE, `shared` true) every cell at next_pos() with its place
+    // in the grid held by llama.cpp beside the cell.
+    void appended_image(std::span<const llama_token> cells, llama_pos n_pos, bool shared);
 
     // Keeps the first `n` tokens and drops every cell after them (rolled-back drafts, a
     // prompt that diverges). False when the memory cannot drop a tail (recurrent memory): the
@@ -36,7 +41,8 @@ class KvSequence {
     bool keep(size_t n);
     void clear();
 
-    // Context shift: drops tokens [keep, keep + discard) and moves the rest back.
+    // Context shift: drops tokens [keep, keep + discard) and moves the rest back. Only where
+    // llama_memory_can_shift() (never for M-RoPE: libllama aborts on the move).
     void shift(size_t keep, size_t discard);
 
     // The prompt cache: a copy of the sequence (nullopt when larger than `max_bytes` or not

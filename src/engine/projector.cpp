@@ -56,9 +56,6 @@ std::unique_ptr<Projector> Projector::load(const std::filesystem::path & mmproj,
         throw bad_request("cannot load the vision projector" + (why.empty() ? std::string() : ": " + why));
     }
     if (!mtmd_support_vision(p->ctx_.get())) throw bad_request("the projector does not take images (audio only)");
-    if (mtmd_decode_use_mrope(p->ctx_.get())) {
-        throw bad_request("this projector places images with M-RoPE positions (Qwen2-VL family), not supported yet");
-    }
     std::error_code ec;
     p->size_bytes_ = std::filesystem::file_size(mmproj, ec);
     p->vocab_      = text_model.vocab();
@@ -100,14 +97,18 @@ MultimodalPrompt Projector::tokenize(const std::string & text, const std::vector
             throw bad_request("the projector produced an input this server does not handle");
         }
         ImageSpan span;
-        span.start = out.tokens.size();
-        span.n_pos = static_cast<size_t>(mtmd_input_chunk_get_n_pos(c));
-        if (span.n_pos != mtmd_input_chunk_get_n_tokens(c)) {
-            throw bad_request("the projector's image positions differ from its tokens, not supported yet");
+        span.start    = out.tokens.size();
+        span.n_tokens = mtmd_input_chunk_get_n_tokens(c);
+        span.n_pos    = static_cast<size_t>(mtmd_input_chunk_get_n_pos(c));
+        // Fewer positions than tokens is M-RoPE's layout (KvSequence::appended_image); more
+        // would be a layout nothing here knows.
+        if (span.n_tokens == 0 || span.n_pos == 0 || span.n_pos > span.n_tokens ||
+            (span.n_pos != span.n_tokens && !mtmd_decode_use_mrope(ctx_.get()))) {
+            throw bad_request("the projector places an image's tokens in a way this server does not handle");
         }
         span.chunk = mtmd_chunk_ptr(mtmd_input_chunk_copy(c));
         const std::string & id = images[image_index++]->identity;
-        for (size_t k = 0; k < span.n_pos; ++k) out.tokens.push_back(image_token(id, k));
+        for (size_t k = 0; k < span.n_tokens; ++k) out.tokens.push_back(image_token(id, k));
         out.images.push_back(std::move(span));
     }
     // Templates that write the BOS text themselves would otherwise get a second BOS.
@@ -133,6 +134,10 @@ Projector::EvalTimes Projector::eval(const ImageSpan & image, llama_context * ct
     const int32_t rc = mtmd_helper_decode_image_chunk(ctx_.get(), ctx, image.chunk.get(), mtmd_get_output_embd(ctx_.get()),
                                                       pos, seq, n_batch, &next, nullptr, nullptr);
     if (rc != 0) throw Error(ErrorKind::internal, "the image embeddings could not be decoded (" + std::to_string(rc) + ")");
+    // The sequence's mirror advances by the span's n_pos (KvSequence::appended_image).
+    if (next != pos + static_cast<llama_pos>(image.n_pos)) {
+        throw Error(ErrorKind::internal, "the image took other positions than its chunk says");
+    }
     t.encode_ns = ns(t1 - t0);
     t.decode_ns = ns(now() - t1);
     return t;

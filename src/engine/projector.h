@@ -18,17 +18,23 @@
 
 namespace specd::engine {
 
-// Where an image sits in a prompt's token sequence.
+// Where an image sits in a prompt's token sequence. Its tokens take one KV cell each; the
+// positions it advances are as many (gemma3, gemma4v) or fewer: M-RoPE models (Qwen-VL) place
+// all of an image's cells at its first position, with its grid in the other RoPE sections,
+// and the text after it continues max(grid width, grid height) positions later.
 struct ImageSpan {
-    size_t                                   start  = 0; // index of its first position
-    size_t                                   n_pos  = 0; // positions (= KV cells) it takes
-    std::shared_ptr<const mtmd_input_chunk>  chunk;      // mtmd's image chunk, to encode
+    size_t                                   start    = 0; // index of its first token
+    size_t                                   n_tokens = 0; // tokens (= KV cells) it takes
+    size_t                                   n_pos    = 0; // positions it advances
+    std::shared_ptr<const mtmd_input_chunk>  chunk;        // mtmd's image chunk, to encode
+
+    bool shares_position() const { return n_pos != n_tokens; } // M-RoPE: every cell at `start`'s position
 };
 
 class Projector;
 
 struct MultimodalPrompt {
-    std::vector<llama_token> tokens;              // text tokens and image pseudo-tokens, one per position
+    std::vector<llama_token> tokens;              // text tokens and image pseudo-tokens, one per KV cell
     std::vector<ImageSpan>   images;              // in order of `start`
     const Projector *        projector = nullptr; // evaluates the images; outlives the prompt
     // The text's middle was never tokenized (engine/prompt_ends.h): `tokens` are its ends,
@@ -42,7 +48,7 @@ class Projector {
   public:
     // Throws specd::Error(bad_request) when its type is not served (engine/projector_types),
     // mtmd cannot load the file for this text model (wrong width, not a projector) or the
-    // projector needs what specd does not do yet (M-RoPE positions, audio only).
+    // projector takes no images (audio only).
     static std::unique_ptr<Projector> load(const std::filesystem::path & mmproj, const Model & text_model,
                                            int32_t n_threads);
     ~Projector();

@@ -8,8 +8,9 @@ namespace specd::engine {
 
 namespace {
 
-// Each with its fixture: gemma3 (vision-mmproj.gguf), gemma4v (gemma4-mmproj.gguf).
-constexpr std::array<std::string_view, 2> k_served = {"gemma3", "gemma4v"};
+// Each with its fixture: gemma3 (vision-mmproj.gguf), gemma4v (gemma4-mmproj.gguf),
+// qwen2.5vl_merger (qwen-vl-mmproj.gguf, M-RoPE positions).
+constexpr std::array<std::string_view, 3> k_served = {"gemma3", "gemma4v", "qwen2.5vl_merger"};
 
 } // namespace
 

@@ -18,7 +18,7 @@ constexpr size_t k_restore_min_gain = 16;
 
 size_t image_boundary(const MultimodalPrompt & prompt, size_t n) {
     for (const ImageSpan & span : prompt.images) {
-        if (span.start < n && n < span.start + span.n_pos) return span.start;
+        if (span.start < n && n < span.start + span.n_tokens) return span.start;
     }
     return n;
 }

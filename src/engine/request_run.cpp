@@ -66,14 +66,15 @@ bool RequestRun::add_prefill(int32_t room) {
             const ImageSpan & image = mm_.images[next_image_++];
             const auto        times = env_.eval_image(*this, mm_, image);
             result_.stats.image_count += 1;
-            result_.stats.image_tokens += static_cast<int32_t>(image.n_pos);
+            result_.stats.image_tokens += static_cast<int32_t>(image.n_tokens);
             result_.stats.image_encode_ns += times.encode_ns;
             result_.stats.image_decode_ns += times.decode_ns;
-            pos_ += image.n_pos;
+            pos_ += image.n_tokens;
             continue;
         }
         const size_t end = next_image_ < mm_.images.size() ? mm_.images[next_image_].start : tokens.size();
-        // Positions continue the sequence's: text tokens take one each.
+        // Positions continue the sequence's (past an M-RoPE image, fewer than its cells): text
+        // tokens take one each.
         const llama_pos base = slot.kv.next_pos() - static_cast<llama_pos>(slot.kv.size());
         for (; pos_ < end && added < chunk; ++pos_, ++added) {
             const bool    last = pos_ + 1 == tokens.size();

@@ -219,8 +219,8 @@ void Session::park() {
 Projector::EvalTimes Session::eval_image(RequestRun & run, const MultimodalPrompt & prompt, const ImageSpan & image) {
     // Attention over an image's tokens may be non-causal: all of them in one micro-batch (the
     // runner sizes the context for the request's largest image; llama.cpp aborts otherwise).
-    if (!prompt.projector || image.n_pos > size_t(batch_.capacity())) {
-        throw Error(ErrorKind::internal, "the context cannot hold an image of " + std::to_string(image.n_pos) +
+    if (!prompt.projector || image.n_tokens > size_t(batch_.capacity())) {
+        throw Error(ErrorKind::internal, "the context cannot hold an image of " + std::to_string(image.n_tokens) +
                                              " tokens in one batch");
     }
     KvSequence &         kv = run.slot.kv;
@@ -240,7 +240,8 @@ Projector::EvalTimes Session::eval_image(RequestRun & run, const MultimodalPromp
         if (run.cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
         throw;
     }
-    kv.appended(std::span(prompt.tokens).subspan(image.start, image.n_pos));
+    kv.appended_image(std::span(prompt.tokens).subspan(image.start, image.n_tokens), llama_pos(image.n_pos),
+                      image.shares_position());
     return times;
 }
 

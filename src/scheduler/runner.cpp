@@ -294,7 +294,7 @@ bool Runner::admit(const std::shared_ptr<Job> & job) {
             // micro-batch (llama.cpp aborts otherwise): grow the batch to the largest image,
             // and keep it that large for this model so that requests do not flip-flop.
             size_t largest = 0;
-            for (const auto & image : prompt.images) largest = std::max(largest, image.n_pos);
+            for (const auto & image : prompt.images) largest = std::max(largest, image.n_tokens);
             if (largest > size_t(session.batch_capacity()) && largest < size_t(session.n_ctx())) {
                 if (!active_.empty()) return false;
                 model_->grow_min_batch(int32_t(largest));

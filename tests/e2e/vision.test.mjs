@@ -17,7 +17,8 @@ import { ledgerViolations, readMemory } from './soak_workload.mjs';
 const greedy = (n, extra = {}) => ({ temperature: 0, num_predict: n, ...extra });
 
 // Per family: its fixtures (tests/make-fixtures.sh), the tokens of a 96x64 image, the fewest
-// tokens any image gets, and a draft for the speculation checks (same vocabulary).
+// tokens any image gets, a draft for the speculation checks (same vocabulary), and the context
+// an 8 Mpx image needs (Qwen2.5-VL gives it up to 4096 tokens; images are never truncated).
 const FAMILIES = [
   {
     family: 'gemma3', type: 'gemma3', text: 'vision-text.gguf', projector: 'vision-mmproj.gguf', draft: 'pair-draft.gguf',
@@ -26,6 +27,10 @@ const FAMILIES = [
   {
     family: 'gemma4', type: 'gemma4v', text: 'gemma4-text.gguf', projector: 'gemma4-mmproj.gguf', draft: 'gemma4-draft.gguf',
     textFamily: 'gemma4', tokens96x64: 77, fewest: 70,
+  },
+  {
+    family: 'qwen', type: 'qwen2.5vl_merger', text: 'qwen-vl-text.gguf', projector: 'qwen-vl-mmproj.gguf',
+    draft: 'qwen-vl-draft.gguf', textFamily: 'qwen2vl', tokens96x64: 12, fewest: 8, largeCtx: 8192,
   },
 ];
 
@@ -56,6 +61,8 @@ for (const fam of FAMILIES) {
     ? [{ name, from: fam.projector, lines: [`FROM ${fixture(fam.text)}`] }]
     : [{ name, from: fam.text, lines: [`FROM ${fixture(fam.projector)}`] }];
   models.push({ ...models[0], name: spec, lines: [...models[0].lines, `DRAFT ${fixture(fam.draft)}`] });
+  // M-RoPE: the same model under another name, whose sequences start fresh.
+  if (fam.family === 'qwen') models.push({ ...models[0], name: `${name}-fresh` });
 
   describe(`vision: ${fam.family}`, () => {
     const h = useServer({ models: [...models, { name: 'tiny' }] });
@@ -163,7 +170,7 @@ for (const fam of FAMILIES) {
       const { client } = h.srv;
       for (const [w, hgt] of [[1600, 1250], [3500, 2300]]) {
         const r = await client.generate({ model: name, prompt: `a ${w}x${hgt} image`, images: [b64(png(w, hgt, 7))],
-          stream: false, options: greedy(2, { num_batch: 4 }) });
+          stream: false, options: greedy(2, { num_batch: 4, ...(fam.largeCtx ? { num_ctx: fam.largeCtx } : {}) }) });
         assert.equal(r.eval_count, 2, `${w}x${hgt}`);
       }
       const r = await client.generate({ model: name, prompt: 'grey', images: [b64(jpeg())], stream: false,
@@ -207,6 +214,36 @@ for (const fam of FAMILIES) {
       assert.equal(streamed, off.response);
     });
 
+    if (fam.family === 'qwen') {
+      test('M-RoPE: a chat with an image that reaches the context\'s end stops there, as a fresh computation does', async () => {
+        const { client } = h.srv;
+        const image = b64(png(64, 64, 13));
+        const ctx = { num_ctx: 96 };
+        const turn1 = [{ role: 'user', content: 'What is in this picture?', images: [image] }];
+        const r1 = await client.chat({ model: name, messages: turn1, stream: false, options: greedy(8, ctx) });
+        assert.equal(r1.eval_count, 8);
+        // The next turn reuses the image's KV and its positions, then fills the context: its
+        // cells cannot be shifted (M-RoPE), so the answer ends with "length".
+        const turn2 = [...turn1, { role: 'assistant', content: r1.message.content },
+          { role: 'user', content: 'And which colour is the largest part of it?' }];
+        const r2 = await client.chat({ model: name, messages: turn2, stream: false, options: greedy(400, ctx) });
+        assert.equal(r2.done_reason, 'length');
+        assert.ok(r2.eval_count > 8 && r2.eval_count < 96, `${r2.eval_count} generated`);
+        assert.ok(r2.prompt_eval_count < 40, `${r2.prompt_eval_count} evaluated: the first turn was reused`);
+        const fresh = await client.chat({ model: `${name}-fresh`, messages: turn2, stream: false,
+          options: greedy(400, ctx) });
+        assert.ok(fresh.prompt_eval_count > r2.prompt_eval_count + 9, 'the fresh model evaluated the whole prompt');
+        assert.equal(r2.message.content, fresh.message.content);
+        assert.equal(r2.eval_count, fresh.eval_count);
+        // One more turn is over the context with its image: refused, never truncated.
+        const turn3 = [...turn2, { role: 'assistant', content: r2.message.content }, { role: 'user', content: 'Why?' }];
+        const r3 = await postRaw(`${h.srv.url}/api/chat`, { model: name, messages: turn3, stream: false,
+          options: greedy(4, ctx) });
+        assert.equal(r3.status, 400, r3.text);
+        assert.match(r3.body.error, /a prompt with images is never truncated/);
+      });
+    }
+
     test('a model without a projector answers images with a 400', async () => {
       const r = await fetch(`${h.srv.url}/api/generate`, { method: 'POST',
         body: JSON.stringify({ model: 'tiny', prompt: 'hi', images: [b64(png(8, 8))], stream: false }) });
@@ -240,13 +277,7 @@ describe('vision: what is not served', () => {
     const r = await postRaw(`${h.srv.url}/api/create`, { model: 'other-vision', stream: false,
       files: { 'text.gguf': text, 'mmproj.gguf': projector } });
     assert.equal(r.status, 400, r.text);
-    assert.match(r.body.error, /projector type 'llama4' is not served \(served: gemma3, gemma4v\)/);
-    // Qwen2.5-VL (M-RoPE positions), from its fixtures: not served yet.
-    const qwen = await postRaw(`${h.srv.url}/api/create`, { model: 'other-vision', stream: false, files: {
-      'qwen.gguf': await upload(fs.readFileSync(fixture('qwen-vl-text.gguf'))),
-      'qwen-mmproj.gguf': await upload(fs.readFileSync(fixture('qwen-vl-mmproj.gguf'))) } });
-    assert.equal(qwen.status, 400, qwen.text);
-    assert.match(qwen.body.error, /projector type 'qwen2.5vl_merger' is not served/);
+    assert.match(r.body.error, /projector type 'llama4' is not served \(served: gemma3, gemma4v, qwen2.5vl_merger\)/);
     assert.ok(!(await h.srv.client.list()).models.some((m) => m.name.startsWith('other-vision')));
   });
 

@@ -32,7 +32,7 @@ const char * const usage_text =
     "usage:\n"
     "  specd-testmodel --vocab FILE --out FILE [--arch llama|gemma4|qwen2vl] [--quantize TYPE] [model options]\n"
     "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
-    "                  [--extra-layers N] [--draft-type TYPE] [--arch llama|gemma4] [model options]\n"
+    "                  [--extra-layers N] [--draft-type TYPE] [--arch llama|gemma4|qwen2vl] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "  specd-testmodel projector --type gemma3|gemma4v|qwen2.5vl_merger --n-embd-text N --out FILE [options]\n"
     "  specd-testmodel lora --out FILE [--rank N] [--alpha A] [model options]\n"
@@ -339,11 +339,16 @@ int run_pair(const cli_options & opts) {
         throw usage_error("--draft and --target must be different files");
     }
     const std::string arch = opts.has("--arch") ? opts.values.at("--arch") : "llama";
-    if (arch != "llama" && arch != "gemma4") {
-        throw usage_error("--arch: llama or gemma4, got '" + arch + "'");
+    if (arch != "llama" && arch != "gemma4" && arch != "qwen2vl") {
+        throw usage_error("--arch: llama, gemma4 or qwen2vl, got '" + arch + "'");
     }
-    const pair_writer w = arch == "llama" ? pair_of(vocab, parse_model_params(opts), n_extra, &model_write)
-                                          : pair_of(vocab, parse_gemma4_params(opts), n_extra, &gemma4_model_write);
+    model_write_params llama_params;
+    if (arch != "gemma4") {
+        llama_params              = parse_model_params(opts);
+        llama_params.hparams.arch = arch;
+    }
+    const pair_writer w = arch != "gemma4" ? pair_of(vocab, llama_params, n_extra, &model_write)
+                                           : pair_of(vocab, parse_gemma4_params(opts), n_extra, &gemma4_model_write);
 
     w.write_draft(draft_path);
     if (opts.has("--draft-type")) {
