@@ -38,6 +38,8 @@
 #                                   1920x1080, on a grid of M-RoPE positions: an image takes
 #                                   max(grid width, grid height) positions, 3 for those 9 tokens)
 #   qwen-vl-draft.gguf              qwen-vl-text.gguf's weights in Q4_0: its draft
+#   qwen2-vl-mmproj.gguf            a Qwen2-VL merger projector for qwen-vl-text.gguf (LayerNorms,
+#                                   no window attention; the same token counts and positions)
 #   broken-mmproj.gguf              a gemma3 projector for vision-text.gguf that loads but aborts
 #                                   its process on the first image (specd-testmodel --defect)
 #   tiny-lora.gguf                  a random LoRA adapter for tiny.gguf (every attention and
@@ -123,6 +125,8 @@ fixture qwen-vl-draft "qwen-vl-draft.gguf" --arch qwen2vl --vocab "$models/ggml-
   --chat-template "$models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" --quantize q4_0 --out "$out/qwen-vl-draft.gguf" --seed 7
 fixture qwen-vl-mmproj "qwen-vl-mmproj.gguf" projector --type qwen2.5vl_merger --n-embd-text 64 --seed 7 \
   --out "$out/qwen-vl-mmproj.gguf"
+fixture qwen2-vl-mmproj "qwen2-vl-mmproj.gguf" projector --type qwen2vl_merger --n-embd-text 64 --seed 8 \
+  --out "$out/qwen2-vl-mmproj.gguf"
 fixture tiny-lora "tiny-lora.gguf" lora --out "$out/tiny-lora.gguf" --seed 5
 fixture small-lora "small-lora.gguf" lora --n-embd 32 --out "$out/small-lora.gguf" --seed 5
 for vocab in bert-bge starcoder; do

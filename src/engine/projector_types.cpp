@@ -9,8 +9,9 @@ namespace specd::engine {
 namespace {
 
 // Each with its fixture: gemma3 (vision-mmproj.gguf), gemma4v (gemma4-mmproj.gguf),
-// qwen2.5vl_merger (qwen-vl-mmproj.gguf, M-RoPE positions).
-constexpr std::array<std::string_view, 3> k_served = {"gemma3", "gemma4v", "qwen2.5vl_merger"};
+// qwen2.5vl_merger (qwen-vl-mmproj.gguf) and qwen2vl_merger (qwen2-vl-mmproj.gguf), both with
+// M-RoPE positions.
+constexpr std::array<std::string_view, 4> k_served = {"gemma3", "gemma4v", "qwen2.5vl_merger", "qwen2vl_merger"};
 
 } // namespace
 

@@ -10,7 +10,7 @@
 
 namespace specd::engine {
 
-// "gemma3, gemma4v, qwen2.5vl_merger": for messages.
+// "gemma3, gemma4v, qwen2.5vl_merger, qwen2vl_merger": for messages.
 std::string served_projector_types();
 
 // Empty when a projector of this type (clip.projector_type) is served, else the refusal.

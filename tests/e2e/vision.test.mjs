@@ -62,7 +62,11 @@ for (const fam of FAMILIES) {
     : [{ name, from: fam.text, lines: [`FROM ${fixture(fam.projector)}`] }];
   models.push({ ...models[0], name: spec, lines: [...models[0].lines, `DRAFT ${fixture(fam.draft)}`] });
   // M-RoPE: the same model under another name, whose sequences start fresh.
-  if (fam.family === 'qwen') models.push({ ...models[0], name: `${name}-fresh` });
+  // Qwen2-VL's merger on the same text model.
+  if (fam.family === 'qwen') {
+    models.push({ ...models[0], name: `${name}-fresh` });
+    models.push({ name: `${name}2`, from: fam.text, lines: [`FROM ${fixture('qwen2-vl-mmproj.gguf')}`] });
+  }
 
   describe(`vision: ${fam.family}`, () => {
     const h = useServer({ models: [...models, { name: 'tiny' }] });
@@ -215,6 +219,24 @@ for (const fam of FAMILIES) {
     });
 
     if (fam.family === 'qwen') {
+      test('Qwen2-VL\'s merger places images as Qwen2.5-VL\'s does, streamed and not', async () => {
+        const { client } = h.srv;
+        const show = await client.show({ model: `${name}2` });
+        assert.equal(show.projector_info['clip.projector_type'], 'qwen2vl_merger');
+        const body = { model: `${name}2`, prompt: 'What is in this picture?', images: [b64(png(96, 64, 14))],
+          stream: false, options: greedy(12) };
+        const first = await client.generate(body);
+        assert.equal(first.vision.image_tokens, fam.tokens96x64);
+        assert.equal(first.eval_count, 12);
+        let streamed = '';
+        for await (const part of await client.generate({ ...body, stream: true })) streamed += part.response;
+        assert.equal(streamed, first.response);
+        const two = await client.generate({ ...body, images: [b64(png(96, 64, 16)), b64(png(64, 96, 15))],
+          prompt: 'Compare these two.' });
+        assert.equal(two.vision.images, 2);
+        assert.equal(two.vision.image_tokens, 2 * fam.tokens96x64); // 96x64 and 64x96: 4 x 3 and 3 x 4
+      });
+
       test('M-RoPE: a chat with an image that reaches the context\'s end stops there, as a fresh computation does', async () => {
         const { client } = h.srv;
         const image = b64(png(64, 64, 13));
@@ -277,7 +299,7 @@ describe('vision: what is not served', () => {
     const r = await postRaw(`${h.srv.url}/api/create`, { model: 'other-vision', stream: false,
       files: { 'text.gguf': text, 'mmproj.gguf': projector } });
     assert.equal(r.status, 400, r.text);
-    assert.match(r.body.error, /projector type 'llama4' is not served \(served: gemma3, gemma4v, qwen2.5vl_merger\)/);
+    assert.match(r.body.error, /projector type 'llama4' is not served \(served: gemma3, gemma4v, qwen2.5vl_merger, qwen2vl_merger\)/);
     assert.ok(!(await h.srv.client.list()).models.some((m) => m.name.startsWith('other-vision')));
   });
 

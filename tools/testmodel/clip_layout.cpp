@@ -9,13 +9,13 @@ std::string clip_hparams_check(const clip_hparams_spec & hp) {
         hp.n_layer == 0 || hp.n_head == 0 || hp.n_ff == 0) {
         return "all sizes must be positive";
     }
-    if (hp.kind == projector_kind::qwen25vl) {
+    if (hp.qwen()) {
         // Its 2D RoPE turns each head in four sections; the merge is fixed at 2x2 in mtmd.
         if (hp.n_embd % hp.n_head != 0 || (hp.n_embd / hp.n_head) % 4 != 0) {
-            return "--n-embd / --n-head must be a multiple of 4 for qwen2.5vl_merger";
+            return std::string("--n-embd / --n-head must be a multiple of 4 for ") + hp.type_name();
         }
         if (hp.n_merge != 2) {
-            return "--merge must be 2 for qwen2.5vl_merger";
+            return std::string("--merge must be 2 for ") + hp.type_name();
         }
         return {};
     }
@@ -45,7 +45,8 @@ std::string clip_hparams_check(const clip_hparams_spec & hp) {
 }
 
 std::optional<projector_kind> projector_kind_named(std::string_view name) {
-    for (const projector_kind kind : {projector_kind::gemma3, projector_kind::gemma4v, projector_kind::qwen25vl}) {
+    for (const projector_kind kind :
+         {projector_kind::gemma3, projector_kind::gemma4v, projector_kind::qwen25vl, projector_kind::qwen2vl}) {
         clip_hparams_spec hp;
         hp.kind = kind;
         if (name == hp.type_name()) return kind;
@@ -61,7 +62,7 @@ clip_hparams_spec clip_hparams_default(projector_kind kind) {
         hp.patch_size = 16;
         hp.n_merge    = 3;
     }
-    if (kind == projector_kind::qwen25vl) {
+    if (hp.qwen()) {
         hp.image_size = 560;
         hp.patch_size = 14;
         hp.n_merge    = 2;
@@ -115,7 +116,10 @@ std::vector<tensor_spec> gemma4v_tensor_specs(const clip_hparams_spec & hp) {
     return specs;
 }
 
-std::vector<tensor_spec> qwen25vl_tensor_specs(const clip_hparams_spec & hp) {
+// Qwen2.5-VL's (RMS norms, gated SiLU feed-forward) or Qwen2-VL's (LayerNorms with biases,
+// an ungated feed-forward).
+std::vector<tensor_spec> qwen_tensor_specs(const clip_hparams_spec & hp) {
+    const bool    qwen2  = hp.kind == projector_kind::qwen2vl;
     const int64_t n_embd = hp.n_embd;
     const int64_t n_ff   = hp.n_ff;
     const int64_t ps     = hp.patch_size;
@@ -131,16 +135,21 @@ std::vector<tensor_spec> qwen25vl_tensor_specs(const clip_hparams_spec & hp) {
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string blk = "v.blk." + std::to_string(il) + ".";
         specs.push_back(ones_spec(blk + "ln1.weight", n_embd));
+        if (qwen2) specs.push_back(zeros_spec(blk + "ln1.bias", n_embd));
         push_attention(specs, blk, n_embd, b_in, /*biases =*/true);
         specs.push_back(ones_spec(blk + "ln2.weight", n_embd));
-        specs.push_back(uniform_spec(blk + "ffn_gate.weight", {n_embd, n_ff}, b_in));
-        specs.push_back(zeros_spec(blk + "ffn_gate.bias", n_ff));
+        if (qwen2) specs.push_back(zeros_spec(blk + "ln2.bias", n_embd));
+        if (!qwen2) {
+            specs.push_back(uniform_spec(blk + "ffn_gate.weight", {n_embd, n_ff}, b_in));
+            specs.push_back(zeros_spec(blk + "ffn_gate.bias", n_ff));
+        }
         specs.push_back(uniform_spec(blk + "ffn_up.weight", {n_embd, n_ff}, b_in));
         specs.push_back(zeros_spec(blk + "ffn_up.bias", n_ff));
         specs.push_back(uniform_spec(blk + "ffn_down.weight", {n_ff, n_embd}, b_down));
         specs.push_back(zeros_spec(blk + "ffn_down.bias", n_embd));
     }
     specs.push_back(ones_spec("v.post_ln.weight", n_embd));
+    if (qwen2) specs.push_back(zeros_spec("v.post_ln.bias", n_embd));
     // The merger: 2x2 merged patches through GELU to the text model's width.
     specs.push_back(uniform_spec("mm.0.weight", {merged, merged}, uniform_bound(1.0 / std::sqrt(double(merged)))));
     specs.push_back(zeros_spec("mm.0.bias", merged));
@@ -153,7 +162,7 @@ std::vector<tensor_spec> qwen25vl_tensor_specs(const clip_hparams_spec & hp) {
 
 std::vector<tensor_spec> clip_tensor_specs(const clip_hparams_spec & hp) {
     if (hp.kind == projector_kind::gemma4v) return gemma4v_tensor_specs(hp);
-    if (hp.kind == projector_kind::qwen25vl) return qwen25vl_tensor_specs(hp);
+    if (hp.qwen()) return qwen_tensor_specs(hp);
     const int64_t n_embd = hp.n_embd;
     const int64_t n_ff   = hp.n_ff;
     const int64_t ps     = hp.patch_size;
@@ -217,7 +226,7 @@ void clip_set_hparams(gguf_context * ctx, const clip_hparams_spec & hp) {
         const float half[3] = {0.5f, 0.5f, 0.5f}; // SigLIP's mean and std: pixels map to [-1, 1]
         gguf_set_arr_data(ctx, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, half, 3);
         gguf_set_arr_data(ctx, "clip.vision.image_std", GGUF_TYPE_FLOAT32, half, 3);
-    } else if (hp.kind == projector_kind::qwen25vl) {
+    } else if (hp.qwen()) {
         const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f}; // CLIP's, as Qwen's exports write
         const float std_[3] = {0.26862954f, 0.26130258f, 0.27577711f};
         gguf_set_arr_data(ctx, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);

@@ -29,6 +29,10 @@ enum class projector_kind {
     // multiples of 28 pixels (8 to 4096 tokens) and places its tokens on a grid with M-RoPE
     // positions: a chunk of nx x ny tokens advances the position by max(nx, ny).
     qwen25vl,
+    // Qwen2-VL's merger: the same tensors and placement as qwen25vl, but LayerNorms (with
+    // biases), an ungated feed-forward (mtmd's default, quick GELU) and full attention in
+    // every layer.
+    qwen2vl,
 };
 
 // Shape of a tiny vision projector (an mmproj GGUF), as the pinned mtmd's clip.cpp loads it.
@@ -52,8 +56,15 @@ struct clip_hparams_spec {
     bool     broken_norm = false;
 
     const char * type_name() const {
-        return kind == projector_kind::gemma3 ? "gemma3" : kind == projector_kind::gemma4v ? "gemma4v" : "qwen2.5vl_merger";
+        switch (kind) {
+            case projector_kind::gemma3: return "gemma3";
+            case projector_kind::gemma4v: return "gemma4v";
+            case projector_kind::qwen25vl: return "qwen2.5vl_merger";
+            case projector_kind::qwen2vl: return "qwen2vl_merger";
+        }
+        return "";
     }
+    bool     qwen() const { return kind == projector_kind::qwen25vl || kind == projector_kind::qwen2vl; }
     uint32_t default_merge() const { return kind == projector_kind::gemma3 ? 4 : kind == projector_kind::gemma4v ? 3 : 2; }
     uint32_t n_patches_side() const { return image_size / patch_size; }
     uint32_t n_tokens_side() const { return n_patches_side() / n_merge; }
@@ -64,7 +75,8 @@ struct clip_hparams_spec {
 std::optional<projector_kind> projector_kind_named(std::string_view name);
 
 // Defaults of a kind: gemma3 as above; gemma4v with the real model's patch size (16), pool
-// (3) and nominal image size (224); qwen25vl with the real patch size (14) and merge (2).
+// (3) and nominal image size (224); qwen25vl and qwen2vl with the real patch size (14) and
+// merge (2).
 clip_hparams_spec clip_hparams_default(projector_kind kind);
 
 // Empty when valid, otherwise what is wrong (for the command line).

@@ -34,7 +34,8 @@ const char * const usage_text =
     "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
     "                  [--extra-layers N] [--draft-type TYPE] [--arch llama|gemma4|qwen2vl] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
-    "  specd-testmodel projector --type gemma3|gemma4v|qwen2.5vl_merger --n-embd-text N --out FILE [options]\n"
+    "  specd-testmodel projector --type gemma3|gemma4v|qwen2.5vl_merger|qwen2vl_merger --n-embd-text N --out FILE\n"
+    "                  [options]\n"
     "  specd-testmodel lora --out FILE [--rank N] [--alpha A] [model options]\n"
     "  specd-testmodel image --out FILE.bmp [--width N] [--height N] [--seed N]\n"
     "\n"
@@ -76,7 +77,8 @@ const char * const usage_text =
     "each image to 70-1120 cells of patch-size x merge pixels, keeping its aspect, one token per\n"
     "cell (with the default patch size, as many tokens as the real model gives). qwen2.5vl_merger:\n"
     "Qwen2.5-VL's ViT and 2x2 merger; images become 8-4096 tokens in multiples of 28 pixels,\n"
-    "placed with M-RoPE positions.\n"
+    "placed with M-RoPE positions. qwen2vl_merger: Qwen2-VL's (LayerNorms, an ungated feed-forward,\n"
+    "no window attention), placed the same way.\n"
     "  --image-size N      gemma3: side of the square the image is resized to (default 64);\n"
     "                      gemma4v: nominal (default 224)\n"
     "  --patch-size N      ViT patch side (default 4; gemma4v 16)\n"
@@ -403,7 +405,7 @@ int run_projector(const cli_options & opts) {
     const std::string &                 type = opts.required("--type");
     const std::optional<projector_kind> kind = projector_kind_named(type);
     if (!kind) {
-        throw usage_error("--type: gemma3, gemma4v or qwen2.5vl_merger, got '" + type + "'");
+        throw usage_error("--type: gemma3, gemma4v, qwen2.5vl_merger or qwen2vl_merger, got '" + type + "'");
     }
     projector_write_params params;
     params.hparams = clip_hparams_default(*kind);

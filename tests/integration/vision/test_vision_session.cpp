@@ -192,12 +192,12 @@ ContextOptions qwen_ctx() {
 }
 
 struct QwenVision : Vision {
-    QwenVision() : Vision("qwen-vl-text.gguf", "qwen-vl-mmproj.gguf") {
+    explicit QwenVision(const std::string & mmproj = "qwen-vl-mmproj.gguf") : Vision("qwen-vl-text.gguf", mmproj) {
         mtmd_context_params mp = mtmd_context_params_default();
         mp.use_gpu             = false;
         mp.print_timings       = false;
         mp.warmup              = false;
-        mctx.reset(mtmd_init_from_file(fixtures::fixture("qwen-vl-mmproj.gguf").c_str(), model->get(), mp));
+        mctx.reset(mtmd_init_from_file(fixtures::fixture(mmproj).c_str(), model->get(), mp));
     }
 
     mtmd_ptr mctx; // mtmd's own, for the reference
@@ -397,4 +397,20 @@ TEST(QwenVisionSession, RequestsWithImagesDecodedTogetherAnswerAsAlone) {
         const std::vector<llama_token> got(a.result.context.begin() + std::ptrdiff_t(p.tokens.size()), a.result.context.end());
         EXPECT_EQ(got, v.reference(text + a.after, a.images, 24)) << a.before;
     }
+}
+
+// Qwen2-VL's merger (qwen2-vl-mmproj.gguf): the same grid and positions, its own encoder.
+TEST(QwenVisionSession, Qwen2VlMergerPlacesImagesTheSameWay) {
+    QwenVision v("qwen2-vl-mmproj.gguf");
+    const auto a = image(31, 96, 64);
+    const auto p = v.prompt(k_before, {a}, k_after);
+    ASSERT_EQ(p.images.size(), 1u);
+    EXPECT_EQ(p.images[0].n_tokens, 12u); // 4 x 3 merged patches
+    EXPECT_EQ(p.images[0].n_pos, 4u);
+    Session    s(v.model, qwen_ctx());
+    const auto out = run(s, p, greedy(16));
+    EXPECT_EQ(answer_tokens(out, p), v.reference(k_before + Projector::marker() + k_after, {a}, 16));
+    const auto again = run(s, p, greedy(16));
+    EXPECT_EQ(again.result.stats.prompt_eval_count, 1);
+    EXPECT_EQ(again.text, out.text);
 }
