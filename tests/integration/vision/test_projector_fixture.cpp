@@ -503,10 +503,9 @@ TEST_F(Gemma4Fixture, PreprocessingIsPinned) {
     EXPECT_EQ(weighted, 2973014888);
 }
 
-// Qwen2.5-VL: qwen-vl-text.gguf (qwen2vl, M-RoPE) and qwen-vl-mmproj.gguf (its merger). Not
-// served yet (engine/projector_types); pinned here is what serving it will have to follow:
-// an image chunk of nx x ny tokens takes max(nx, ny) positions, not nx * ny, and is decoded
-// causally.
+// Qwen2.5-VL: qwen-vl-text.gguf (qwen2vl, M-RoPE) and qwen-vl-mmproj.gguf (its merger). Pinned
+// here is what the engine follows (engine/kv_sequence, test_vision_session.cpp): an image
+// chunk of nx x ny tokens takes max(nx, ny) positions, not nx * ny, and is decoded causally.
 class QwenVlFixture : public ProjectorFixture {
 protected:
     // Its warmup would reserve for a 1288x1288 image.
