@@ -10,8 +10,9 @@ set -euo pipefail
 # libcli11-dev, libreadline-dev: the CLI's argument parsing and line editing (src/cli).
 # tmux: the e2e tests type into the interactive mode through a terminal (cli_terminal).
 # libjemalloc2: a test runs the allocator report under a preloaded jemalloc (docs/memory.md).
+# haproxy: the replicas test runs deploy/haproxy.cfg in front of three servers (docs/deploy.md).
 packages=(cmake ninja-build g++ git ca-certificates openssl libssl-dev libboost-dev libgtest-dev libcli11-dev
-          libreadline-dev tmux libjemalloc2 nodejs npm curl "$@")
+          libreadline-dev tmux libjemalloc2 haproxy nodejs npm curl "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,6 @@
 // What the server says about itself: health, version, metrics, memory, loaded models.
 #include "api/http_json.h"
+#include "api/load_report.h"
 #include "api/memory_report.h"
 #include "api/ollama_response.h"
 #include "api/routes.h"
@@ -26,6 +27,8 @@ json loaded_models_json(const RouteContext & ctx) {
         // Ollama shows a far-future time for models kept forever.
         j["expires_at"] = m.expires_at ? format_time(*m.expires_at) : "2318-01-01T00:00:00Z";
         j["parallel"]   = m.parallel; // specd's: sequences decoded together (continuous batching)
+        j["running"]    = m.running;  // specd's: sequences generating now, and requests waiting
+        j["queued"]     = m.queued;
         j["threads"]    = {{"decode", m.threads}, {"batch", m.threads_batch}, {"draft", m.draft_threads}};
         j["memory"]     = std::move(breakdown);
         models.push_back(std::move(j));
@@ -40,7 +43,8 @@ void add_status_routes(http::Router & router, RouteContext ctx) {
     router.get("/api/version", [](http::Request &, http::Response & res) { send_json(res, 200, {{"version", SPECD_VERSION}}); });
     router.get("/metrics", [ctx](http::Request &, http::Response & res) {
         res.set_content(metrics::server_metrics().exposition() +
-                            memory_metrics(memory::process_ledger().snapshot(), ctx.prompt_cache_stats()),
+                            memory_metrics(memory::process_ledger().snapshot(), ctx.prompt_cache_stats()) +
+                            load_metrics(ctx.scheduler.loaded()),
                         "text/plain; version=0.0.4");
     });
     router.get("/api/debug/memory", [ctx](http::Request &, http::Response & res) {
