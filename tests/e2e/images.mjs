@@ -28,13 +28,16 @@ export function pixel(x, y, seed) {
   return [(x * 7 + y * 3 + seed * 13) & 255, (x + seed * 5) & 255, (y * 11 + seed) & 255];
 }
 
-/** An 8-bit RGB PNG; `declare` overrides the size written in the header (and nothing else). */
-export function png(width, height, seed = 0, { declare } = {}) {
+/**
+ * An 8-bit RGB PNG; `declare` overrides the size written in the header (and nothing else),
+ * `color` ([r, g, b]) fills it with one colour instead of the pattern.
+ */
+export function png(width, height, seed = 0, { declare, color } = {}) {
   const raw = Buffer.alloc((width * 3 + 1) * height);
   for (let y = 0, o = 0; y < height; ++y) {
     raw[o++] = 0; // filter: none
     for (let x = 0; x < width; ++x) {
-      const [r, g, b] = pixel(x, y, seed);
+      const [r, g, b] = color ?? pixel(x, y, seed);
       raw[o++] = r;
       raw[o++] = g;
       raw[o++] = b;
@@ -73,7 +76,7 @@ export function bmp(width, height, seed = 0) {
   return buf;
 }
 
-/** A small baseline JPEG from the fuzz corpus (grey, 141 bytes). */
+/** A small baseline JPEG from the fuzz corpus (8x8, every pixel grey 128; 141 bytes). */
 export function jpeg() {
   return fs.readFileSync(new URL('../../fuzz/corpus/image/grey.jpg', import.meta.url));
 }

@@ -100,6 +100,12 @@ for (const fam of FAMILIES) {
       const asBmp = await client.generate({ ...body, images: [b64(bmp(96, 64, 1))] });
       assert.equal(asBmp.response, first.response);
       assert.equal(asBmp.prompt_eval_count, 1);
+      // A JPEG and a PNG of the same pixels (8x8, grey 128) are the same image too.
+      const grey = { ...body, images: [b64(jpeg())] };
+      const fromJpeg = await client.generate(grey);
+      const fromPng = await client.generate({ ...grey, images: [b64(png(8, 8, 0, { color: [128, 128, 128] }))] });
+      assert.equal(fromPng.prompt_eval_count, 1, 'the PNG reused the JPEG\'s KV');
+      assert.equal(fromPng.response, fromJpeg.response);
       // Streaming carries the same answer.
       let streamed = '';
       for await (const part of await client.generate({ ...body, stream: true })) streamed += part.response;
