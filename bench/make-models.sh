@@ -8,7 +8,19 @@ cells=$1 bin=$2 vocab_dir=$3 out=$4
 mkdir -p "$out"
 tool_sum=$(sha256sum "$bin" | cut -d' ' -f1)
 q() { node -e "const s=require(process.argv[1]); console.log($1)" "$(realpath "$cells")"; }
-vocab="$vocab_dir/$(q s.shape.vocab)"
+# Runs specd-testmodel with ARGS unless FILE exists and STAMP holds the same tool checksum and
+# arguments.
+generate() { # LABEL FILE STAMP ARGS
+  local label=$1 file=$2 stamp=$3 args=$4
+  if [ -f "$file" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$tool_sum $args" ]; then
+    echo "bench models: $label is up to date" >&2
+    return
+  fi
+  echo "bench models: generating $label" >&2
+  # shellcheck disable=SC2086
+  "$bin" $args >&2
+  echo "$tool_sum $args" > "$stamp"
+}
 # A pair may override the shape's extra_layers and draft_layers, quantize its draft
 # ("draft_type": "q4_0", so that its draft costs a few percent of the target's step, as real
 # drafts do), and name another architecture ("arch": "gemma4" or "qwen2vl"), vocabulary and
@@ -26,16 +38,8 @@ for pair in $(q "Object.keys(s.pairs).join(' ')"); do
   pair_vocab="$vocab_dir/$(q "s.pairs['$pair'].vocab ?? s.shape.vocab")"
   template=$(q "s.pairs['$pair'].chat_template ?? ''")
   [ -z "$template" ] || shape="$shape --chat-template $vocab_dir/templates/$template"
-  args="pair --vocab $pair_vocab --target $out/$pair-target.gguf --draft $out/$pair-draft.gguf --agreement $agreement --seed $seed $shape"
-  stamp="$out/.$pair.stamp"
-  if [ -f "$out/$pair-target.gguf" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$tool_sum $args" ]; then
-    echo "bench models: $pair is up to date" >&2
-    continue
-  fi
-  echo "bench models: generating $pair (agreement $agreement)" >&2
-  # shellcheck disable=SC2086
-  "$bin" $args >&2
-  echo "$tool_sum $args" > "$stamp"
+  generate "$pair (agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \
+    "pair --vocab $pair_vocab --target $out/$pair-target.gguf --draft $out/$pair-draft.gguf --agreement $agreement --seed $seed $shape"
 done
 # Vision projectors for the pairs' width, when the cell file asks for them: "projector"
 # (gemma3, mmproj.gguf) for every pair without one of its own, a pair's "projector" (its
@@ -47,15 +51,7 @@ projector() { # KEY-EXPRESSION OUT-FILE
     [ "$(q "$p.$key ?? ''")" = "" ] || args="$args --${key//_/-} $(q "$p.$key")"
   done
   args="$args --n-embd $(q "$p.n_embd") --n-layer $(q "$p.n_layer") --n-ff $(q "$p.n_ff") --out $out/$file"
-  local stamp="$out/.$file.stamp"
-  if [ -f "$out/$file" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$tool_sum $args" ]; then
-    echo "bench models: $file is up to date" >&2
-    return
-  fi
-  echo "bench models: generating $file" >&2
-  # shellcheck disable=SC2086
-  "$bin" $args >&2
-  echo "$tool_sum $args" > "$stamp"
+  generate "$file" "$out/$file" "$out/.$file.stamp" "$args"
 }
 [ "$(q "s.projector ? 'yes' : 'no'")" = no ] || projector s.projector mmproj.gguf
 for pair in $(q "Object.keys(s.pairs).filter((p) => s.pairs[p].projector).join(' ')"); do

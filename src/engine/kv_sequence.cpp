@@ -16,7 +16,8 @@ void KvSequence::appended(std::span<const llama_token> tokens) {
     for (size_t i = 0; i < tokens.size(); ++i) positions_.push_back(next_pos_++);
 }
 
-void KvSequence::appended_image(std::span<const llama_token> cells, llama_pos n_pos, bool shared) {
+void KvSequence::appended_image(std::span<const llama_token> cells, llama_pos n_pos) {
+    const bool shared = size_t(n_pos) != cells.size();
     tokens_.insert(tokens_.end(), cells.begin(), cells.end());
     for (size_t i = 0; i < cells.size(); ++i) positions_.push_back(shared ? next_pos_ : next_pos_ + llama_pos(i));
     next_pos_ += n_pos;

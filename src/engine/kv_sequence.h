@@ -31,9 +31,9 @@ class KvSequence {
     void appended(std::span<const llama_token> tokens);
     void appended(llama_token token) { appended(std::span<const llama_token>(&token, 1)); }
     // An image's `cells` were just decoded from next_pos(), advancing it by `n_pos`: one
-    // position per cell, or (M-RoPE, `shared` true) every cell at next_pos() with its place
-    // in the grid held by llama.cpp beside the cell.
-    void appended_image(std::span<const llama_token> cells, llama_pos n_pos, bool shared);
+    // position per cell when there are as many, otherwise (M-RoPE) every cell at next_pos()
+    // with its place in the grid held by llama.cpp beside the cell.
+    void appended_image(std::span<const llama_token> cells, llama_pos n_pos);
 
     // Keeps the first `n` tokens and drops every cell after them (rolled-back drafts, a
     // prompt that diverges). False when the memory cannot drop a tail (recurrent memory): the

@@ -27,8 +27,6 @@ struct ImageSpan {
     size_t                                   n_tokens = 0; // tokens (= KV cells) it takes
     size_t                                   n_pos    = 0; // positions it advances
     std::shared_ptr<const mtmd_input_chunk>  chunk;        // mtmd's image chunk, to encode
-
-    bool shares_position() const { return n_pos != n_tokens; } // M-RoPE: every cell at `start`'s position
 };
 
 class Projector;

@@ -240,8 +240,7 @@ Projector::EvalTimes Session::eval_image(RequestRun & run, const MultimodalPromp
         if (run.cancel.load()) throw Error(ErrorKind::cancelled, "request cancelled");
         throw;
     }
-    kv.appended_image(std::span(prompt.tokens).subspan(image.start, image.n_tokens), llama_pos(image.n_pos),
-                      image.shares_position());
+    kv.appended_image(std::span(prompt.tokens).subspan(image.start, image.n_tokens), llama_pos(image.n_pos));
     return times;
 }
 

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { freePort, startServer, test } from './harness.mjs';
+import { freePort, sleep, startServer, test } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const shipped = path.resolve(here, '../../deploy/haproxy.cfg');
@@ -73,7 +73,7 @@ describe('replicas behind HAProxy', { skip: haproxy ? false : 'haproxy is not in
         const r = await fetch(`${url}/api/version`, { signal: AbortSignal.timeout(2000) });
         if (r.ok) seen.add(r.headers.get('x-specd-replica'));
       } catch { /* not up yet */ }
-      await new Promise((res) => setTimeout(res, 100));
+      await sleep(100);
     }
   });
 
@@ -150,7 +150,7 @@ describe('replicas behind HAProxy', { skip: haproxy ? false : 'haproxy is not in
     // The runner refreshes what /api/ps shows a few times a second.
     let m4 = null;
     for (let i = 0; i < 40 && m4?.running !== 1; ++i) {
-      if (i > 0) await new Promise((res) => setTimeout(res, 100));
+      if (i > 0) await sleep(100);
       m4 = (await (await fetch(`${replica.url}/api/ps`)).json()).models.find((x) => x.name.startsWith('m4'));
     }
     assert.equal(m4.running, 1, JSON.stringify(m4));
@@ -197,7 +197,7 @@ describe('replicas behind HAProxy', { skip: haproxy ? false : 'haproxy is not in
     for (let i = 0; i < 40 && !answered; ++i) {
       const r = await ask(url, 'm5', {}, 10_000).catch((e) => ({ status: 0, text: String(e) }));
       if (r.status === 200) answered = r;
-      else await new Promise((res) => setTimeout(res, 250));
+      else await sleep(250);
     }
     assert.ok(answered, 'a request for the killed replica\'s model was answered');
     assert.notEqual(answered.replica, first.replica);

@@ -277,22 +277,35 @@ gemma4_write_params parse_gemma4_params(const cli_options & opts) {
     return params;
 }
 
+// --arch: llama (the default), gemma4, or qwen2vl (written by llama's layout, with M-RoPE).
+std::string parse_arch(const cli_options & opts) {
+    const std::string arch = opts.has("--arch") ? opts.values.at("--arch") : "llama";
+    if (arch != "llama" && arch != "gemma4" && arch != "qwen2vl") {
+        throw usage_error("--arch: llama, gemma4 or qwen2vl, got '" + arch + "'");
+    }
+    return arch;
+}
+
+// The model options for an architecture written by llama's layout (every --arch but gemma4).
+model_write_params parse_llama_layout_params(const cli_options & opts, const std::string & arch) {
+    model_write_params params = parse_model_params(opts);
+    params.hparams.arch       = arch;
+    return params;
+}
+
 int run_single(const cli_options & opts) {
     const vocab_file vocab = vocab_file_load(opts.required("--vocab"));
     const std::string & out = opts.required("--out");
-    const std::string arch = opts.has("--arch") ? opts.values.at("--arch") : "llama";
-    if (arch == "llama" || arch == "qwen2vl") {
-        model_write_params params = parse_model_params(opts);
-        params.hparams.arch       = arch;
+    const std::string arch = parse_arch(opts);
+    if (arch == "gemma4") {
+        const gemma4_write_params params = parse_gemma4_params(opts);
+        describe(out, gemma4_model_write(out, vocab, params), vocab, params);
+    } else {
+        const model_write_params params = parse_llama_layout_params(opts, arch);
         if (const std::string problem = llama_hparams_check(params.hparams); !problem.empty()) {
             throw usage_error(problem);
         }
         describe(out, model_write(out, vocab, params), vocab, params);
-    } else if (arch == "gemma4") {
-        const gemma4_write_params params = parse_gemma4_params(opts);
-        describe(out, gemma4_model_write(out, vocab, params), vocab, params);
-    } else {
-        throw usage_error("--arch: llama, gemma4 or qwen2vl, got '" + arch + "'");
     }
     if (opts.has("--quantize")) {
         model_quantize_in_place(out, opts.values.at("--quantize"));
@@ -340,17 +353,9 @@ int run_pair(const cli_options & opts) {
     if (draft_path == target_path) {
         throw usage_error("--draft and --target must be different files");
     }
-    const std::string arch = opts.has("--arch") ? opts.values.at("--arch") : "llama";
-    if (arch != "llama" && arch != "gemma4" && arch != "qwen2vl") {
-        throw usage_error("--arch: llama, gemma4 or qwen2vl, got '" + arch + "'");
-    }
-    model_write_params llama_params;
-    if (arch != "gemma4") {
-        llama_params              = parse_model_params(opts);
-        llama_params.hparams.arch = arch;
-    }
-    const pair_writer w = arch != "gemma4" ? pair_of(vocab, llama_params, n_extra, &model_write)
-                                           : pair_of(vocab, parse_gemma4_params(opts), n_extra, &gemma4_model_write);
+    const std::string arch = parse_arch(opts);
+    const pair_writer w = arch == "gemma4" ? pair_of(vocab, parse_gemma4_params(opts), n_extra, &gemma4_model_write)
+                                           : pair_of(vocab, parse_llama_layout_params(opts, arch), n_extra, &model_write);
 
     w.write_draft(draft_path);
     if (opts.has("--draft-type")) {

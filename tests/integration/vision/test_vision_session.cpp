@@ -258,7 +258,7 @@ TEST(QwenVisionSession, AnImageTakesItsGridPositionsAsMtmdPlacesThem) {
     ASSERT_EQ(p.images.size(), 1u);
     EXPECT_EQ(p.images[0].n_tokens, 9u); // 3 x 3 merged patches
     EXPECT_EQ(p.images[0].n_pos, 3u);    // max(3, 3) positions
-    EXPECT_TRUE(p.images[0].shares_position());
+    EXPECT_NE(p.images[0].n_pos, p.images[0].n_tokens); // every cell at the image's first position
 
     const auto ref = v.reference(k_before + Projector::marker() + k_after, {a}, 16);
     Session    s(v.model, qwen_ctx());
