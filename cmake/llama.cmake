@@ -60,9 +60,9 @@ endif()
 # scripts/llama.sh's BUILD_CONFIG: a prefix staged with other flags (an older cache, e.g.
 # without TLS) is not used, whoever named it; the pinned one is prepared instead.
 if(_openmp)
-  set(_want_config "tls-omp")
+  set(_want_config "tls-rpc-omp")
 else()
-  set(_want_config "tls")
+  set(_want_config "tls-rpc")
 endif()
 set(_have_config "")
 if(SPECD_LLAMA_PREFIX AND EXISTS ${SPECD_LLAMA_PREFIX}/CONFIG)
@@ -100,7 +100,7 @@ endif()
 # Static archives in link order: dependants before dependencies. cpp-httplib is a target of
 # its own (specd::httplib, after the group: llama-common's downloads use it too), so that a
 # module linking only it gets OpenSSL after it on the link line.
-set(_libs llama-common llama-common-base mtmd llama ggml ggml-cpu ggml-base vendor-hash)
+set(_libs llama-common llama-common-base mtmd llama ggml ggml-cpu ggml-rpc ggml-base vendor-hash)
 foreach(lib ${_libs} cpp-httplib)
   add_library(specd_llama_${lib} STATIC IMPORTED)
   set_target_properties(specd_llama_${lib} PROPERTIES IMPORTED_LOCATION ${_p}/lib/lib${lib}.a)

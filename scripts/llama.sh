@@ -18,12 +18,14 @@ source "$here/llama.pin"
 cache_root="${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}"
 # Bump when the cmake flags below change what the libraries contain. "tls": cpp-httplib built
 # with OpenSSL (LLAMA_OPENSSL=ON), which https pulls need; cmake/llama.cmake checks it.
+# "rpc": ggml's RPC backend (GGML_RPC=ON), which `specd worker` serves and `specd serve --rpc`
+# offloads layers to.
 # SPECD_LLAMA_OPENMP=ON|OFF chooses ggml's CPU threading (OpenMP is upstream's default);
-# the choice is part of the key ("tls-omp" / "tls"), so both builds can sit side by side.
+# the choice is part of the key ("tls-rpc-omp" / "tls-rpc"), so both builds can sit side by side.
 openmp="${SPECD_LLAMA_OPENMP:-OFF}"
 case "$openmp" in
-  ON)  BUILD_CONFIG="tls-omp" ;;
-  OFF) BUILD_CONFIG="tls" ;;
+  ON)  BUILD_CONFIG="tls-rpc-omp" ;;
+  OFF) BUILD_CONFIG="tls-rpc" ;;
   *) echo "[llama.sh] SPECD_LLAMA_OPENMP must be ON or OFF, not '$openmp'" >&2; exit 2 ;;
 esac
 key="llama-${LLAMA_COMMIT}-${BUILD_CONFIG}"
@@ -79,9 +81,9 @@ build_libs() {
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_MTMD=ON -DLLAMA_OPENSSL=ON \
-    -DGGML_NATIVE=ON -DGGML_OPENMP="$openmp" \
+    -DGGML_NATIVE=ON -DGGML_OPENMP="$openmp" -DGGML_RPC=ON \
     -DCMAKE_INSTALL_PREFIX="$prefix" >&2
-  cmake --build "$build_dir" -j "$jobs" --target llama ggml ggml-base ggml-cpu llama-common llama-common-base mtmd cpp-httplib >&2
+  cmake --build "$build_dir" -j "$jobs" --target llama ggml ggml-base ggml-cpu ggml-rpc llama-common llama-common-base mtmd cpp-httplib >&2
   # find_package(OpenSSL) failing only warns upstream and builds cpp-httplib without TLS.
   if ! grep -q 'CPPHTTPLIB_OPENSSL_SUPPORT' "$build_dir/build.ninja"; then
     log "cpp-httplib was built without OpenSSL: install the OpenSSL headers (libssl-dev)"

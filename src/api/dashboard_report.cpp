@@ -36,8 +36,10 @@ json dashboard_json(const std::vector<scheduler::LoadedInfo> & models, const mem
     }
     json memory = memory_debug_json(ledger, cache);
     memory.erase("reservations"); // one line per live reservation: the page needs the sums
-    // Every byte the ledger counts is host memory today: the one device is the CPU.
-    memory["devices"] = json::array({{{"name", "CPU"}, {"bytes", memory["buckets"]["total"]}}});
+    // The page draws one line per device: its name and its bytes (the host is "CPU").
+    json devices = json::array();
+    for (const json & d : memory["devices"]) devices.push_back({{"name", d["name"]}, {"bytes", d["total"]}});
+    memory["devices"] = std::move(devices);
 
     const auto & metrics = metrics::server_metrics();
     const auto   now     = std::chrono::system_clock::now().time_since_epoch();

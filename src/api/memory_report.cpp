@@ -3,6 +3,7 @@
 #include "memory/allocator.h"
 #include "memory/process_memory.h"
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -66,6 +67,39 @@ memory::BucketBytes model_buckets(const memory::LedgerSnapshot & ledger, uint64_
     return {};
 }
 
+json devices_json(const memory::BucketBytes & all, const memory::DeviceBuckets & elsewhere) {
+    memory::BucketBytes host = all;
+    json                out  = json::array();
+    for (const auto & [name, buckets] : elsewhere) {
+        for (size_t i = 0; i < memory::bucket_count; ++i) host[i] -= std::min(host[i], buckets[i]);
+        json d = bucket_json(buckets);
+        d["name"] = name;
+        out.push_back(std::move(d));
+    }
+    json h = bucket_json(host);
+    h["name"] = k_host_device;
+    out.insert(out.begin(), std::move(h));
+    return out;
+}
+
+json model_devices_json(const memory::LedgerSnapshot & ledger, uint64_t owner_id) {
+    for (const auto & mb : ledger.models) {
+        if (mb.owner.id == owner_id) return devices_json(mb.buckets, mb.devices);
+    }
+    return devices_json({}, {});
+}
+
+uint64_t offloaded_bytes(const memory::LedgerSnapshot & ledger, uint64_t owner_id) {
+    uint64_t total = 0;
+    for (const auto & mb : ledger.models) {
+        if (mb.owner.id != owner_id) continue;
+        for (const auto & [name, buckets] : mb.devices) {
+            for (size_t b : buckets) total += b;
+        }
+    }
+    return total;
+}
+
 json memory_debug_json(const memory::LedgerSnapshot & ledger, const memory::PromptCacheStats & cache) {
     json owners = json::object();
     for (memory::OwnerKind k : k_kinds) {
@@ -81,13 +115,16 @@ json memory_debug_json(const memory::LedgerSnapshot & ledger, const memory::Prom
                                            {"label", r.owner.label},
                                            {"open", r.owner_open}}},
                                 {"bucket", memory::bucket_name(r.bucket)},
-                                {"bytes", r.bytes}});
+                                {"bytes", r.bytes},
+                                {"device", r.device.empty() ? std::string(k_host_device) : r.device}});
     }
     json models = json::array();
     for (const auto & m : ledger.models) {
-        models.push_back({{"owner", m.owner.id}, {"name", m.owner.label}, {"memory", bucket_json(m.buckets)}});
+        models.push_back({{"owner", m.owner.id}, {"name", m.owner.label}, {"memory", bucket_json(m.buckets)},
+                          {"devices", devices_json(m.buckets, m.devices)}});
     }
     return {{"buckets", bucket_json(ledger.buckets)},
+            {"devices", devices_json(ledger.buckets, ledger.devices)},
             {"request_buckets_zero", request_zero},
             {"resident_bytes", memory::resident_bytes_with_children()},
             {"allocator", allocator_json(memory::allocator_stats())},
@@ -103,6 +140,15 @@ std::string memory_metrics(const memory::LedgerSnapshot & ledger, const memory::
     for (memory::Bucket b : k_buckets) {
         out << "specd_memory_bytes{bucket=\"" << memory::bucket_name(b) << "\"} " << ledger.buckets[static_cast<size_t>(b)]
             << "\n";
+    }
+    out << "# HELP specd_device_memory_bytes Bytes held, by device (CPU is the host) and ledger bucket.\n"
+        << "# TYPE specd_device_memory_bytes gauge\n";
+    for (const json & d : devices_json(ledger.buckets, ledger.devices)) {
+        for (memory::Bucket b : k_buckets) {
+            // Label values are ggml's device names: no quote or backslash in them to escape.
+            out << "specd_device_memory_bytes{device=\"" << d["name"].get<std::string>() << "\",bucket=\""
+                << memory::bucket_name(b) << "\"} " << d[memory::bucket_name(b)].get<uint64_t>() << "\n";
+        }
     }
     for (const char * what : {"created", "closed"}) {
         out << "# HELP specd_memory_owners_" << what << "_total Ledger owners " << what << ", by kind.\n"

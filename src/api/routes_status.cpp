@@ -20,7 +20,8 @@ json loaded_models_json(const RouteContext & ctx) {
         // What the model holds, by bucket; `size` is all of it, as Ollama's counts the KV too.
         json           breakdown = bucket_json(model_buckets(ledger, m.memory_owner));
         const uint64_t size      = std::max<uint64_t>(m.size_bytes, breakdown["total"].get<uint64_t>());
-        json j = {{"name", m.name}, {"model", m.name}, {"size", size}, {"size_vram", 0},
+        // Ollama's size_vram: what is on other devices than the host (here, RPC workers).
+        json j = {{"name", m.name}, {"model", m.name}, {"size", size}, {"size_vram", offloaded_bytes(ledger, m.memory_owner)},
                   {"digest", prepare::bare_digest(m.digest)}, {"context_length", m.context_length},
                   {"details", {{"parent_model", ""}, {"format", "gguf"}, {"family", m.family}, {"families", json::array({m.family})},
                                {"parameter_size", m.parameter_size}, {"quantization_level", m.quantization_level}}}};
@@ -31,6 +32,7 @@ json loaded_models_json(const RouteContext & ctx) {
         j["queued"]     = m.queued;
         j["threads"]    = {{"decode", m.threads}, {"batch", m.threads_batch}, {"draft", m.draft_threads}};
         j["memory"]     = std::move(breakdown);
+        j["devices"]    = model_devices_json(ledger, m.memory_owner); // specd's: the same bytes by device
         models.push_back(std::move(j));
     }
     return models;

@@ -14,6 +14,7 @@ namespace {
 // The parsed options of every command; only the chosen command's are used.
 struct Parsed {
     ServeOptions             serve;
+    WorkerOptions            worker;
     CreateOptions            create;
     RunOptions               run;
     ShowOptions              show;
@@ -34,6 +35,16 @@ void add_commands(CLI::App & app, Parsed & p) {
     serve->add_flag("--no-draft", p.serve.no_draft, "Never draft (no speculative decoding); as SPECD_NO_DRAFT=1");
     serve->add_option("--parallel", p.serve.parallel,
                       "Sequences decoded together per model (0: from the memory budget); overrides SPECD_NUM_PARALLEL");
+    serve->add_option("--rpc", p.serve.rpc,
+                      "RPC workers (`specd worker`) to offload layers to, host:port,...; overrides SPECD_RPC. "
+                      "Loopback only unless SPECD_RPC_ALLOW_REMOTE=1: the RPC protocol has no authentication");
+
+    auto * worker = app.add_subcommand("worker", "Serve this machine's devices to a specd server's --rpc (ggml RPC)");
+    worker->add_option("--host", p.worker.host, "Address to listen on; anything but loopback exposes an unauthenticated protocol")
+        ->capture_default_str();
+    worker->add_option("--port", p.worker.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
+    worker->add_option("-t,--threads", p.worker.threads, "CPU threads for the CPU device (0: half the cores)")
+        ->capture_default_str()->check(CLI::Range(0, 1024));
 
     // Not a user command: the server starts one per loaded model (docs/process.md).
     auto * runner = app.add_subcommand("runner", "A model runner process, started by the server")->group("");
@@ -120,6 +131,7 @@ CLI::App * chosen(CLI::App & app) {
 int dispatch(CLI::App & app, const std::string & name, Parsed & p) {
     if (name == "serve") return cmd_serve(p.serve);
     if (name == "runner") return cmd_runner(p.runner_fd);
+    if (name == "worker") return cmd_worker(p.worker);
     if (name == "create") return cmd_create(p.create);
     if (name == "show") return cmd_show(p.show);
     if (name == "run") {

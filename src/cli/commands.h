@@ -11,7 +11,14 @@ struct ServeOptions {
     std::optional<std::string> host;     // --host, else SPECD_HOST
     std::optional<std::string> models;   // --models, else SPECD_MODELS
     std::optional<std::string> parallel; // --parallel, else SPECD_NUM_PARALLEL
+    std::optional<std::string> rpc;      // --rpc, else SPECD_RPC
     bool                       no_draft = false;
+};
+
+struct WorkerOptions {
+    std::string host    = "127.0.0.1";
+    int         port    = 50052; // llama.cpp's rpc-server's
+    int         threads = 0;     // 0: half the cores, as rpc-server
 };
 
 struct CreateOptions {
@@ -51,6 +58,7 @@ struct TransferOptions { // pull and push
 
 int cmd_serve(const ServeOptions & o);
 int cmd_runner(int fd); // the server's model runner process (not a user command)
+int cmd_worker(const WorkerOptions & o);
 int cmd_create(const CreateOptions & o);
 int cmd_run(const RunOptions & o);
 int cmd_list();

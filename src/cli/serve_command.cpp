@@ -6,7 +6,9 @@
 #include "cache/prompt_cache.h"
 #include "cli/commands.h"
 #include "cli/terminal.h"
+#include "core/rpc_endpoints.h"
 #include "core/settings.h"
+#include "engine/rpc_workers.h"
 #include "http/limits.h"
 #include "memory/ledger.h"
 #include "models/store.h"
@@ -93,6 +95,7 @@ int cmd_serve(const ServeOptions & o) {
     size_t                     prompt_cache_bytes = cache::default_prompt_cache_budget();
     scheduler::SchedulerConfig sched;
     bool                       runner_processes = true; // each loaded model in a process of its own
+    std::vector<RpcEndpoint>   rpc_endpoints;            // where layers may go besides the CPU
     try {
         HostPort hp = o.host ? parse_host(*o.host) : configured_host();
         if (o.models) models_dir = *o.models;
@@ -127,6 +130,17 @@ int cmd_serve(const ServeOptions & o) {
             if (*v == "thread") runner_processes = false;
             else if (*v != "process") throw std::invalid_argument("RUNNERS must be process or thread, not \"" + *v + "\"");
         }
+        if (auto list = o.rpc ? o.rpc : setting("RPC")) {
+            const auto remote    = setting("RPC_ALLOW_REMOTE");
+            rpc_endpoints        = parse_rpc_endpoints(*list, remote && *remote != "0" && *remote != "false");
+            if (!runner_processes) {
+                throw std::invalid_argument("RPC workers need SPECD_RUNNERS=process: ggml's RPC client ends the process "
+                                            "that loses a worker, which must be a runner, not the server");
+            }
+            std::string joined;
+            for (const RpcEndpoint & e : rpc_endpoints) joined += (joined.empty() ? "" : ",") + e.text();
+            setenv("SPECD_RPC", joined.c_str(), 1); // the runner processes read the same list
+        }
         sched.default_keep_alive = default_keep_alive();
         // Loaded models may use most of the machine's memory; the rest is left to the system.
         if (sched.memory_budget == 0) sched.memory_budget = scheduler::physical_memory_bytes() / 10 * 9;
@@ -158,6 +172,14 @@ int cmd_serve(const ServeOptions & o) {
                                           return shared_cache ? shared_cache->stats() : runners.cache_stats();
                                       }});
         server.bind();
+        // As Ollama logs its inference compute: the devices besides the CPU, asked once now
+        // (each load asks again, and leaves out a worker that does not answer then).
+        for (const RpcEndpoint & e : rpc_endpoints) {
+            const auto found = engine::probe_rpc_workers({e}, std::chrono::seconds(3));
+            if (found.empty()) continue; // probe_rpc_workers said so
+            std::fprintf(stderr, "specd: RPC worker %s: %.1f GiB free of %.1f GiB\n", e.text().c_str(),
+                         double(found.front().free_bytes) / 1073741824.0, double(found.front().total_bytes) / 1073741824.0);
+        }
         std::thread watcher([&] {
             int sig = 0;
             sigwait(&set, &sig);

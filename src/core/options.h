@@ -34,6 +34,9 @@ struct ContextOptions {
     int32_t num_thread = 0; // 0: measured at load
     // Unset: the engine decides (engine::maps_weights); set: the request's use_mmap.
     std::optional<bool> use_mmap;
+    // Ollama's num_gpu: layers to offload to the devices besides the CPU (RPC workers); unset
+    // or -1: as many as fit. Without such devices every layer stays on the CPU either way.
+    std::optional<int32_t> num_gpu;
 
     bool operator==(const ContextOptions &) const = default;
 };

@@ -4,6 +4,7 @@
 // size = 12.00 MiB"), so the sizes are read from those lines, captured while the context is
 // created. Where a line is missing (a future llama.cpp may word it differently) the KV size
 // is computed from the model's shape instead, so the ledger never shows 0 for a live cache.
+#include "engine/device_split.h"
 #include "engine/model.h"
 
 #include <cstddef>
@@ -13,12 +14,17 @@
 namespace specd::engine {
 
 struct ContextBytes {
-    size_t kv      = 0; // KV cache (and recurrent state) buffers
-    size_t compute = 0; // compute and output buffers
+    size_t      kv      = 0; // KV cache (and recurrent state) buffers, on every device
+    size_t      compute = 0; // compute and output buffers, on every device
+    DeviceSplit offloaded;   // the part of both on devices other than the host (no weights)
 };
 
 // Sums the sizes in llama.cpp's "... buffer size = <x> MiB" lines by kind.
 ContextBytes parse_buffer_lines(const std::vector<std::string> & lines);
+
+// The model's weights on devices other than the host, from its "<buffer> model buffer size"
+// lines (logged while it loads).
+DeviceSplit parse_weight_lines(const std::vector<std::string> & lines);
 
 // An f16 KV cache of `n_ctx` cells: per layer, keys and values of every KV head.
 size_t estimate_kv_bytes(const Model & model, uint32_t n_ctx);

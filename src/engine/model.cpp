@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/backend.h"
+#include "engine/context_memory.h"
 #include "engine/text_cutter.h"
 
 #include <fstream>
@@ -44,9 +45,10 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path & path, const Mod
     }
 
     llama_model_params mp = llama_model_default_params();
-    mp.n_gpu_layers       = 0;
     mp.load_mode          = opts.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
     mp.vocab_only         = opts.vocab_only;
+    const LayerPlacement placement(path, opts.vocab_only ? PlacementRequest{} : opts.placement);
+    placement.apply(mp);
 
     LogCapture capture;
     m->model_.reset(llama_model_load_from_file(path.c_str(), mp));
@@ -61,7 +63,8 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path & path, const Mod
         if (reason.find('/') != std::string::npos) reason = "invalid model data";
         throw bad_request("failed to load model " + shown + (reason.empty() ? "" : ": " + reason));
     }
-    m->vocab_ = llama_model_get_vocab(m->model_.get());
+    m->vocab_     = llama_model_get_vocab(m->model_.get());
+    m->offloaded_ = parse_weight_lines(capture.buffer_lines());
     for (const auto & adapter : opts.adapters) {
         // A create checks adapters against the model's header (adapter_check), so a refusal
         // here means the file changed or llama.cpp wants more than that check knows.

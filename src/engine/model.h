@@ -1,7 +1,9 @@
 #pragma once
 // A loaded model: weights, vocabulary and the metadata read from its GGUF header.
+#include "engine/device_split.h"
 #include "engine/cpu_threads.h"
 #include "engine/gguf_info.h"
+#include "engine/layer_placement.h"
 #include "engine/llama_handles.h"
 #include "engine/vocab_index.h"
 
@@ -21,7 +23,7 @@ class TextCutter;
 // Whether a model's weights are mapped from their file rather than read into memory, for a
 // request that may or may not say (option use_mmap). Ollama's rule: weights the CPU computes
 // with are read into memory, because the CPU decodes faster from them (docs/engine.md has
-// the numbers). Every model runs on the CPU today.
+// the numbers). Layers offloaded to another device (an RPC worker) are copied there either way.
 bool maps_weights(std::optional<bool> requested);
 
 struct ModelLoadOptions {
@@ -31,6 +33,8 @@ struct ModelLoadOptions {
     std::vector<std::filesystem::path> adapters;
     // The tokenizer alone (llama.cpp's vocab-only GGUFs): tokenize, but no context.
     bool vocab_only = false;
+    // Devices besides the CPU its layers may go to (engine/layer_placement.h); none by default.
+    PlacementRequest placement;
 };
 
 class Model {
@@ -45,6 +49,8 @@ class Model {
     int32_t             n_ctx_train() const { return llama_model_n_ctx_train(model_.get()); }
     uint64_t            size_bytes() const { return llama_model_size(model_.get()); }
     const ModelLoadOptions & load_options() const { return opts_; }
+    // Its weights on devices other than the host's CPU (empty when every layer is there).
+    const DeviceSplit & offloaded() const { return offloaded_; }
     // The loaded LoRA adapters, in load_options().adapters order; empty for most models.
     const std::vector<llama_adapter_lora *> & adapters() const { return adapter_views_; }
 
@@ -81,6 +87,7 @@ class Model {
     const llama_vocab * vocab_ = nullptr;
     GgufInfo            info_;
     ModelLoadOptions    opts_;
+    DeviceSplit         offloaded_;
     mutable std::once_flag                               vocab_index_once_;
     mutable std::unique_ptr<const VocabIndex>   vocab_index_;
     mutable std::atomic<size_t>                          vocab_index_bytes_{0};

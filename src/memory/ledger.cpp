@@ -90,12 +90,12 @@ OwnerHandle & OwnerHandle::operator=(OwnerHandle && other) noexcept {
     return *this;
 }
 
-Reservation OwnerHandle::reserve(Bucket bucket, size_t bytes) {
+Reservation OwnerHandle::reserve(Bucket bucket, size_t bytes, DeviceName device) {
     assert(ledger_ && "reserve on a closed owner");
     if (!ledger_) {
         return {};
     }
-    return ledger_->reserve(owner_, bucket, bytes);
+    return ledger_->reserve(owner_, bucket, bytes, std::move(device));
 }
 
 void OwnerHandle::close() {
@@ -120,10 +120,10 @@ OwnerHandle Ledger::open_owner(OwnerKind kind, std::string label) {
     return OwnerHandle(this, std::move(owner));
 }
 
-Reservation Ledger::reserve(const Owner & owner, Bucket bucket, size_t bytes) {
+Reservation Ledger::reserve(const Owner & owner, Bucket bucket, size_t bytes, DeviceName device) {
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t id = next_reservation_id_++;
-    live_.emplace(id, Entry{ owner, bucket, bytes });
+    live_.emplace(id, Entry{ owner, bucket, bytes, std::move(device) });
     buckets_[index_of(bucket)] += bytes;
     live_per_kind_[index_of(owner.kind)]++;
     return Reservation(this, id, bucket, bytes);
@@ -194,12 +194,14 @@ LedgerSnapshot Ledger::snapshot() const {
         snap.reservations.reserve(live_.size());
         for (const auto & [id, entry] : live_) {
             const bool owner_open = open_owners_.count(entry.owner.id) > 0;
-            snap.reservations.push_back({ entry.owner, entry.bucket, entry.bytes, owner_open });
+            snap.reservations.push_back({ entry.owner, entry.bucket, entry.bytes, owner_open, entry.device });
+            if (!entry.device.empty()) snap.devices[entry.device][index_of(entry.bucket)] += entry.bytes;
             if (entry.owner.kind == OwnerKind::model) {
                 ModelBytes & m = models[entry.owner.id];
                 m.owner        = entry.owner;
                 m.buckets[index_of(entry.bucket)] += entry.bytes;
                 m.total += entry.bytes;
+                if (!entry.device.empty()) m.devices[entry.device][index_of(entry.bucket)] += entry.bytes;
             }
         }
     }
@@ -211,8 +213,8 @@ LedgerSnapshot Ledger::snapshot() const {
     }
     std::sort(snap.reservations.begin(), snap.reservations.end(),
               [](const ReservationInfo & a, const ReservationInfo & b) {
-                  return std::tuple(index_of(a.owner.kind), a.owner.id, index_of(a.bucket), a.bytes) <
-                         std::tuple(index_of(b.owner.kind), b.owner.id, index_of(b.bucket), b.bytes);
+                  return std::tuple(index_of(a.owner.kind), a.owner.id, index_of(a.bucket), a.device, a.bytes) <
+                         std::tuple(index_of(b.owner.kind), b.owner.id, index_of(b.bucket), b.device, b.bytes);
               });
     return snap;
 }

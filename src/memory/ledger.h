@@ -17,6 +17,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -42,11 +43,16 @@ struct Owner {
 
 using BucketBytes = std::array<size_t, bucket_count>; // indexed by Bucket
 
+// Where the bytes are: "" for the host's memory, else the name ggml gives the device that
+// holds them ("RPC0[127.0.0.1:50052]"). Every bucket's total counts all devices.
+using DeviceName = std::string;
+
 struct ReservationInfo {
-    Owner  owner;
-    Bucket bucket     = Bucket::request;
-    size_t bytes      = 0;
-    bool   owner_open = true; // false: the owner closed and left this behind
+    Owner      owner;
+    Bucket     bucket     = Bucket::request;
+    size_t     bytes      = 0;
+    bool       owner_open = true; // false: the owner closed and left this behind
+    DeviceName device;
 };
 
 struct OwnerCounters {
@@ -55,15 +61,20 @@ struct OwnerCounters {
     uint64_t open() const { return created - closed; }
 };
 
+// Bytes per bucket on each device other than the host.
+using DeviceBuckets = std::map<DeviceName, BucketBytes>;
+
 struct ModelBytes {
-    Owner       owner;
-    BucketBytes buckets{};
-    size_t      total = 0;
+    Owner         owner;
+    BucketBytes   buckets{};
+    size_t        total = 0;
+    DeviceBuckets devices; // the part of `buckets` on other devices than the host
 };
 
 struct LedgerSnapshot {
-    BucketBytes                                  buckets{};    // live bytes per bucket
+    BucketBytes                                  buckets{};    // live bytes per bucket, every device
     size_t                                       total = 0;    // sum of buckets
+    DeviceBuckets                                devices;      // the part of `buckets` off the host
     std::vector<ModelBytes>                      models;       // per model owner, by id
     std::vector<ReservationInfo>                 reservations; // by owner kind, owner id, bucket
     std::array<OwnerCounters, owner_kind_count>  owners{};     // indexed by OwnerKind
@@ -111,7 +122,8 @@ class OwnerHandle {
     OwnerHandle & operator=(const OwnerHandle &) = delete;
 
     const Owner & owner() const { return owner_; }
-    Reservation   reserve(Bucket bucket, size_t bytes); // must be open
+    // Must be open. `device`: where the bytes are ("" is the host).
+    Reservation   reserve(Bucket bucket, size_t bytes, DeviceName device = {});
     void          close();
     bool          open() const { return ledger_ != nullptr; }
 
@@ -133,7 +145,7 @@ class Ledger {
     OwnerHandle open_owner(OwnerKind kind, std::string label);
     // An owner that is not open here (closed, or never opened) is accepted: the
     // reservation is recorded and shows in snapshot() with owner_open = false.
-    Reservation reserve(const Owner & owner, Bucket bucket, size_t bytes);
+    Reservation reserve(const Owner & owner, Bucket bucket, size_t bytes, DeviceName device = {});
 
     size_t         bucket_bytes(Bucket bucket) const;
     size_t         total_bytes() const;
@@ -148,9 +160,10 @@ class Ledger {
     friend class OwnerHandle;
 
     struct Entry {
-        Owner  owner;
-        Bucket bucket;
-        size_t bytes;
+        Owner      owner;
+        Bucket     bucket;
+        size_t     bytes;
+        DeviceName device;
     };
 
     void resize(uint64_t id, size_t bytes);

@@ -12,10 +12,10 @@ namespace specd::prepare {
 
 namespace {
 
-// Ollama options that only steer GPU placement or memory locking: nothing to do on the CPU
-// backend, so accepting them changes no output.
+// Ollama options that steer GPU placement or memory locking and that specd does not use
+// (num_gpu is read below): accepting them changes no output.
 const std::set<std::string> k_placement_options = {
-    "num_gpu", "main_gpu", "low_vram", "f16_kv", "use_mlock", "numa", "vocab_only", "logits_all",
+    "main_gpu", "low_vram", "f16_kv", "use_mlock", "numa", "vocab_only", "logits_all",
 };
 
 std::string format_bound(double v) {
@@ -41,6 +41,15 @@ void apply_options(const models::Parameters & model_params, const json & request
         if (key == "use_mmap") {
             if (!value.is_boolean()) throw bad_request("option use_mmap must be a boolean");
             req.context.use_mmap = value.get<bool>();
+            continue;
+        }
+        if (key == "num_gpu") {
+            // Layers to offload (engine/layer_placement.h); -1 is Ollama's "as many as fit".
+            if (!value.is_number_integer() || value.get<int64_t>() < -1 || value.get<int64_t>() > 100000) {
+                throw bad_request("option num_gpu must be an integer from -1 (as many layers as fit) to 100000");
+            }
+            const auto n = value.get<int32_t>();
+            req.context.num_gpu = n < 0 ? std::nullopt : std::optional<int32_t>(n);
             continue;
         }
         if (k_placement_options.count(key)) continue;

@@ -6,14 +6,14 @@ void LedgerMirror::apply(const memory::LedgerSnapshot & snap) {
     struct Seen {
         memory::Owner                    owner;
         bool                             open = true;
-        std::map<memory::Bucket, size_t> bytes;
+        std::map<HeldKey, size_t>        bytes;
     };
     std::map<uint64_t, Seen> seen;
     for (const memory::ReservationInfo & r : snap.reservations) {
         Seen & s = seen[r.owner.id];
         s.owner  = r.owner;
         s.open   = r.owner_open;
-        s.bytes[r.bucket] += r.bytes;
+        s.bytes[{r.bucket, r.device}] += r.bytes;
     }
     for (auto it = owners_.begin(); it != owners_.end();) {
         if (!seen.count(it->first)) it = owners_.erase(it); // its reservations go, then its handle
@@ -32,9 +32,9 @@ void LedgerMirror::apply(const memory::LedgerSnapshot & snap) {
             if (!s.bytes.count(h->first)) h = m.held.erase(h);
             else ++h;
         }
-        for (const auto & [bucket, bytes] : s.bytes) {
-            auto held = m.held.find(bucket);
-            if (held == m.held.end()) m.held.emplace(bucket, ledger_.reserve(m.owner, bucket, bytes));
+        for (const auto & [key, bytes] : s.bytes) {
+            auto held = m.held.find(key);
+            if (held == m.held.end()) m.held.emplace(key, ledger_.reserve(m.owner, key.first, bytes, key.second));
             else if (held->second.bytes() != bytes) held->second.resize(bytes);
         }
     }

@@ -2,7 +2,7 @@
 // A runner process's memory ledger, mirrored into the server's: /api/ps, /metrics and
 // /api/debug/memory read the server's ledger, and through the mirror they show every byte a
 // runner holds under its owners' names and buckets, as when the runner ran in the server's
-// own process. One reservation per owner and bucket (the runner's own may be several).
+// own process. One reservation per owner, bucket and device (the runner's own may be several).
 // Requests that began and ended between two snapshots never show in one; the mirror still
 // counts them, from the runner's created counter, as request owners opened and closed.
 #include "memory/ledger.h"
@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <utility>
 
 namespace specd::process {
 
@@ -26,11 +27,13 @@ class LedgerMirror {
     // The mirror's owner id for the runner's owner id (LoadedInfo::memory_owner); 0 if none.
     uint64_t server_owner(uint64_t runner_owner) const;
 
+    using HeldKey = std::pair<memory::Bucket, memory::DeviceName>;
+
   private:
     struct Mirrored {
-        memory::OwnerHandle                          handle; // open while the runner's owner is
-        memory::Owner                                owner;  // as the server's ledger knows it
-        std::map<memory::Bucket, memory::Reservation> held;
+        memory::OwnerHandle                   handle; // open while the runner's owner is
+        memory::Owner                         owner;  // as the server's ledger knows it
+        std::map<HeldKey, memory::Reservation> held;
     };
 
     memory::Ledger &                                    ledger_;

@@ -438,7 +438,8 @@ json context_to_json(const ContextOptions & c) {
     return {{"num_ctx", c.num_ctx},
             {"num_batch", c.num_batch},
             {"num_thread", c.num_thread},
-            {"use_mmap", opt_to_json(c.use_mmap, [](bool b) { return b; })}};
+            {"use_mmap", opt_to_json(c.use_mmap, [](bool b) { return b; })},
+            {"num_gpu", opt_to_json(c.num_gpu, [](int32_t n) { return n; })}};
 }
 
 ContextOptions context_from_json(const json & j) {
@@ -447,6 +448,7 @@ ContextOptions context_from_json(const json & j) {
     c.num_batch  = int_field<int32_t>(j, "num_batch");
     c.num_thread = int_field<int32_t>(j, "num_thread");
     c.use_mmap   = opt_field(j, "use_mmap", as_bool);
+    c.num_gpu    = opt_field(j, "num_gpu", as_int<int32_t>);
     return c;
 }
 
@@ -734,6 +736,18 @@ void buckets_from_json(const json & j, const char * key, memory::BucketBytes & o
     named_array_from_json(j, key, memory::bucket_name, as_int<size_t>, out);
 }
 
+json devices_to_json(const memory::DeviceBuckets & devices) {
+    json out = json::object();
+    for (const auto & [name, buckets] : devices) out[name] = {{"buckets", buckets_to_json(buckets)}};
+    return out;
+}
+
+void devices_from_json(const json & j, memory::DeviceBuckets & out) {
+    const json & devices = at(j, "devices");
+    if (!devices.is_object()) throw std::invalid_argument("devices must be an object");
+    for (const auto & [name, d] : devices.items()) buckets_from_json(d, "buckets", out[name]);
+}
+
 } // namespace
 
 nlohmann::json request_to_json(const GenerateRequest & req, std::vector<std::string> & blobs) {
@@ -854,18 +868,21 @@ scheduler::LoadedInfo loaded_from_json(const nlohmann::json & j) {
 nlohmann::json ledger_to_json(const memory::LedgerSnapshot & snap) {
     json models = json::array();
     for (const memory::ModelBytes & m : snap.models) {
-        models.push_back({{"owner", owner_to_json(m.owner)}, {"buckets", buckets_to_json(m.buckets)}, {"total", m.total}});
+        models.push_back({{"owner", owner_to_json(m.owner)}, {"buckets", buckets_to_json(m.buckets)}, {"total", m.total},
+                          {"devices", devices_to_json(m.devices)}});
     }
     json reservations = json::array();
     for (const memory::ReservationInfo & r : snap.reservations) {
         reservations.push_back({{"owner", owner_to_json(r.owner)},
                                 {"bucket", memory::bucket_name(r.bucket)},
                                 {"bytes", r.bytes},
-                                {"owner_open", r.owner_open}});
+                                {"owner_open", r.owner_open},
+                                {"device", r.device}});
     }
     const auto counters = [](const memory::OwnerCounters & c) { return json{{"created", c.created}, {"closed", c.closed}}; };
     return {{"buckets", buckets_to_json(snap.buckets)},
             {"total", snap.total},
+            {"devices", devices_to_json(snap.devices)},
             {"models", std::move(models)},
             {"reservations", std::move(reservations)},
             {"owners", named_array_to_json(snap.owners, memory::owner_kind_name, counters)}};
@@ -876,11 +893,13 @@ memory::LedgerSnapshot ledger_from_json(const nlohmann::json & j) {
         memory::LedgerSnapshot snap;
         buckets_from_json(j, "buckets", snap.buckets);
         snap.total = int_field<size_t>(j, "total");
+        devices_from_json(j, snap.devices);
         for (const json & m : array_field(j, "models")) {
             memory::ModelBytes & out = snap.models.emplace_back();
             out.owner                = owner_from_json(object_field(m, "owner"));
             buckets_from_json(m, "buckets", out.buckets);
             out.total = int_field<size_t>(m, "total");
+            devices_from_json(m, out.devices);
         }
         for (const json & r : array_field(j, "reservations")) {
             memory::ReservationInfo & out = snap.reservations.emplace_back();
@@ -888,6 +907,7 @@ memory::LedgerSnapshot ledger_from_json(const nlohmann::json & j) {
             out.bucket                    = enum_field(r, "bucket", k_buckets, memory::bucket_name);
             out.bytes                     = int_field<size_t>(r, "bytes");
             out.owner_open                = bool_field(r, "owner_open");
+            out.device                    = text_field(r, "device");
         }
         const auto counters = [](const json & c, const char *) {
             return memory::OwnerCounters{int_field<uint64_t>(c, "created"), int_field<uint64_t>(c, "closed")};

@@ -1,9 +1,11 @@
 #include "scheduler/model_instance.h"
 
 #include "engine/chat_template.h"
+#include "engine/context_factory.h"
 #include "engine/embedder.h"
 #include "engine/model.h"
 #include "engine/prompt_builder.h"
+#include "engine/rpc_workers.h"
 #include "engine/session.h"
 #include "metrics/registry.h"
 #include "scheduler/load_estimate.h"
@@ -24,6 +26,10 @@ int64_t now_ns() {
 
 // The scheduler counts what make_room admitted (a load, an embedding context) as loaded
 // until it has ended, either way.
+// A worker that takes longer than this to answer its first message is down or serving
+// another client (ggml's RPC server takes one at a time).
+constexpr std::chrono::milliseconds k_rpc_probe_timeout{3000};
+
 struct LoadAdmission {
     LoadArbiter *  arbiter;
     const ModelRunner & runner;
@@ -32,6 +38,18 @@ struct LoadAdmission {
     }
 };
 
+// The offload devices a load may use: the configured RPC workers that answer now, and what
+// the fit needs to know about the context the model will get.
+engine::PlacementRequest offload_placement(const ContextOptions & context, int n_seq) {
+    engine::PlacementRequest p;
+    p.num_gpu = context.num_gpu;
+    const std::vector<RpcEndpoint> endpoints = engine::configured_rpc_endpoints();
+    if (endpoints.empty()) return p;
+    p.devices = engine::rpc_devices(engine::probe_rpc_workers(endpoints, k_rpc_probe_timeout));
+    p.context = engine::sequences_params(uint32_t(std::max(1, context.num_ctx)), n_seq, context.num_batch);
+    return p;
+}
+
 } // namespace
 
 ModelInstance::ModelInstance(const RunnerConfig & cfg, const ModelRunner & runner) : cfg_(cfg), runner_(runner) {}
@@ -39,7 +57,8 @@ ModelInstance::ModelInstance(const RunnerConfig & cfg, const ModelRunner & runne
 ModelInstance::~ModelInstance() { unload(); }
 
 bool ModelInstance::has_model(const GenerateRequest & req, const ContextOptions & context) const {
-    return model_ && loaded_digest_ == req.model.digest && model_->load_options().use_mmap == engine::maps_weights(context.use_mmap);
+    return model_ && loaded_digest_ == req.model.digest && model_->load_options().use_mmap == engine::maps_weights(context.use_mmap) &&
+           model_->load_options().placement.num_gpu == context.num_gpu;
 }
 
 bool ModelInstance::needs_load(const GenerateRequest & req, const ContextOptions & context) const {
@@ -49,7 +68,7 @@ bool ModelInstance::needs_load(const GenerateRequest & req, const ContextOptions
 std::optional<LoadedInfo> ModelInstance::ensure_loaded(const GenerateRequest & req, const ContextOptions & context,
                                                        DoneInfo & done) {
     if (!needs_load(req, context)) return std::nullopt;
-    const engine::ModelLoadOptions load_opts{engine::maps_weights(context.use_mmap), req.model.adapters};
+    engine::ModelLoadOptions load_opts{engine::maps_weights(context.use_mmap), req.model.adapters};
     const bool same_model = has_model(req, context);
 
     const int64_t t0 = now_ns();
@@ -66,8 +85,12 @@ std::optional<LoadedInfo> ModelInstance::ensure_loaded(const GenerateRequest & r
         check_context_size(est, want); // before any room is made or weight read
         const uint64_t free = cfg_.arbiter ? cfg_.arbiter->make_room(runner_, est.bytes(want)) : UINT64_MAX;
         n_seq_ = cfg_.num_parallel > 0 ? cfg_.num_parallel : default_parallel(est, free);
+        // The draft stays on the host: it decodes one token at a time, where a round trip
+        // to a worker costs more than its layers.
+        const engine::ModelLoadOptions draft_opts = load_opts;
+        load_opts.placement = offload_placement(context, n_seq_);
         model_         = engine::Model::load(req.model.gguf, load_opts);
-        draft_         = req.model.draft ? engine::Model::load(*req.model.draft, load_opts) : nullptr;
+        draft_         = req.model.draft ? engine::Model::load(*req.model.draft, draft_opts) : nullptr;
         const int32_t threads = context.num_thread > 0 ? context.num_thread
                                                        : int32_t(std::max(1u, std::thread::hardware_concurrency()));
         projector_     = req.model.projector ? engine::Projector::load(*req.model.projector, *model_, threads) : nullptr;
@@ -163,6 +186,7 @@ void ModelInstance::unload() {
     kv_draft_.release();
     compute_.release();
     vocab_index_.release();
+    offloaded_.clear();
     memory_owner_.close();
     live_base_ = {};
     footprint_ = 0;
@@ -181,14 +205,42 @@ void ModelInstance::account() {
     };
     const engine::SessionMemory & mem = session_->memory();
     const engine::ContextBytes    embed = embedder_ ? embedder_->memory() : engine::ContextBytes{};
-    set(weights_, memory::Bucket::weights, model_->size_bytes() + (draft_ ? draft_->size_bytes() : 0) +
+    // What sits on other devices than the host (RPC workers): the target's layers, its
+    // contexts' KV and compute there. The draft and the projector stay on the host.
+    engine::DeviceSplit offloaded = model_->offloaded();
+    engine::add_split(offloaded, mem.target.offloaded);
+    engine::add_split(offloaded, embed.offloaded);
+    engine::DeviceBytes off;
+    for (const auto & [name, b] : offloaded) {
+        off.weights += b.weights;
+        off.kv += b.kv;
+        off.compute += b.compute;
+    }
+    const auto host = [](size_t all, size_t elsewhere) { return all > elsewhere ? all - elsewhere : 0; };
+    set(weights_, memory::Bucket::weights, host(model_->size_bytes(), off.weights) + (draft_ ? draft_->size_bytes() : 0) +
                                                (projector_ ? projector_->size_bytes() : 0));
-    set(kv_target_, memory::Bucket::kv_target, mem.target.kv + embed.kv);
+    set(kv_target_, memory::Bucket::kv_target, host(mem.target.kv + embed.kv, off.kv));
     set(kv_draft_, memory::Bucket::kv_draft, mem.draft.kv);
-    set(compute_, memory::Bucket::compute, mem.target.compute + mem.draft.compute + embed.compute);
+    set(compute_, memory::Bucket::compute, host(mem.target.compute + mem.draft.compute + embed.compute, off.compute));
+    for (auto it = offloaded_.begin(); it != offloaded_.end();) {
+        if (!offloaded.count(it->first.first)) it = offloaded_.erase(it);
+        else ++it;
+    }
+    size_t off_total = 0;
+    for (const auto & [name, b] : offloaded) {
+        for (const auto & [bucket, bytes] : {std::pair{memory::Bucket::weights, b.weights}, std::pair{memory::Bucket::kv_target, b.kv},
+                                             std::pair{memory::Bucket::compute, b.compute}}) {
+            memory::Reservation & r = offloaded_[{name, bucket}];
+            if (!r.held()) r = memory_owner_.reserve(bucket, bytes, name);
+            else r.resize(bytes);
+            off_total += bytes;
+        }
+    }
     // Built by the first constrained request; shared by every later one.
     set(vocab_index_, memory::Bucket::grammar, model_->vocab_index_bytes());
+    // The host's bytes: what the memory budget (SPECD_MAX_MEMORY) holds models to.
     footprint_ = weights_.bytes() + kv_target_.bytes() + kv_draft_.bytes() + compute_.bytes() + vocab_index_.bytes();
+    offloaded_bytes_ = off_total;
 }
 
 

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,8 @@ class ModelInstance {
     // The ledger's view of what the loaded model holds, refreshed.
     void     account();
     uint64_t footprint() const { return footprint_.load(); }
+    // Its bytes on other devices than the host (RPC workers), which footprint() leaves out.
+    uint64_t offloaded_bytes() const { return offloaded_bytes_.load(); }
 
   private:
     const RunnerConfig & cfg_;
@@ -88,7 +91,10 @@ class ModelInstance {
     engine::LiveCounters                  live_base_; // earlier sessions' counts on the loaded model
     memory::OwnerHandle                   memory_owner_; // open while a model is loaded
     memory::Reservation                   weights_, kv_target_, kv_draft_, compute_, vocab_index_;
+    // Bytes on other devices, by (device, bucket).
+    std::map<std::pair<std::string, memory::Bucket>, memory::Reservation> offloaded_;
     std::atomic<uint64_t>                 footprint_{0};
+    std::atomic<uint64_t>                 offloaded_bytes_{0};
 };
 
 } // namespace specd::scheduler

@@ -243,3 +243,34 @@ TEST(Ledger, Names) {
 TEST(Ledger, ProcessLedgerIsOne) {
     EXPECT_EQ(&specd::memory::process_ledger(), &specd::memory::process_ledger());
 }
+
+// Bytes on another device than the host count in their bucket's total and, by device, in
+// the snapshot and in their model's line.
+TEST(Ledger, DevicesSplitTheBuckets) {
+    Ledger      ledger;
+    OwnerHandle model  = ledger.open_owner(OwnerKind::model, "split");
+    Reservation host   = model.reserve(Bucket::weights, 10);
+    Reservation worker = model.reserve(Bucket::weights, 30, "RPC0[127.0.0.1:50052]");
+    Reservation kv     = model.reserve(Bucket::kv_target, 5, "RPC0[127.0.0.1:50053]");
+    const auto  w      = static_cast<size_t>(Bucket::weights);
+    const auto  k      = static_cast<size_t>(Bucket::kv_target);
+
+    LedgerSnapshot snap = ledger.snapshot();
+    EXPECT_EQ(snap.buckets[w], 40u);
+    EXPECT_EQ(snap.total, 45u);
+    ASSERT_EQ(snap.devices.size(), 2u);
+    EXPECT_EQ(snap.devices.at("RPC0[127.0.0.1:50052]")[w], 30u);
+    EXPECT_EQ(snap.devices.at("RPC0[127.0.0.1:50053]")[k], 5u);
+    ASSERT_EQ(snap.models.size(), 1u);
+    EXPECT_EQ(snap.models[0].devices, snap.devices);
+    size_t on_device = 0;
+    for (const auto & r : snap.reservations) on_device += r.device.empty() ? 0 : r.bytes;
+    EXPECT_EQ(on_device, 35u);
+
+    worker.resize(20);
+    kv.release();
+    snap = ledger.snapshot();
+    EXPECT_EQ(snap.buckets[w], 30u);
+    ASSERT_EQ(snap.devices.size(), 1u);
+    EXPECT_EQ(snap.devices.at("RPC0[127.0.0.1:50052]")[w], 20u);
+}

@@ -90,3 +90,29 @@ TEST(LedgerMirror, CountsRequestsThatNoSnapshotShowed) {
     mirror.apply(runner.snapshot()); // nothing new: nothing counted twice
     EXPECT_EQ(server.snapshot().owners[static_cast<size_t>(OwnerKind::request)].created, 3u);
 }
+
+// Bytes on an RPC worker keep their device through the mirror, beside the host's bytes of the
+// same bucket.
+TEST(LedgerMirror, KeepsEachReservationsDevice) {
+    Ledger       runner, server;
+    LedgerMirror mirror(server);
+    OwnerHandle  model  = runner.open_owner(OwnerKind::model, "split:latest");
+    Reservation  host   = model.reserve(Bucket::weights, 100);
+    Reservation  remote = model.reserve(Bucket::weights, 900, "RPC0[127.0.0.1:50052]");
+    Reservation  kv     = model.reserve(Bucket::kv_target, 40, "RPC0[127.0.0.1:50052]");
+
+    mirror.apply(runner.snapshot());
+    LedgerSnapshot s = server.snapshot();
+    EXPECT_EQ(at(s, Bucket::weights), 1000u);
+    ASSERT_EQ(s.devices.size(), 1u);
+    EXPECT_EQ(s.devices.at("RPC0[127.0.0.1:50052]")[static_cast<size_t>(Bucket::weights)], 900u);
+    EXPECT_EQ(s.devices.at("RPC0[127.0.0.1:50052]")[static_cast<size_t>(Bucket::kv_target)], 40u);
+    ASSERT_EQ(s.models.size(), 1u);
+    EXPECT_EQ(s.models[0].devices, s.devices);
+
+    remote.release(); // the worker's part went (a reload without it)
+    mirror.apply(runner.snapshot());
+    s = server.snapshot();
+    EXPECT_EQ(at(s, Bucket::weights), 100u);
+    EXPECT_EQ(s.devices.at("RPC0[127.0.0.1:50052]")[static_cast<size_t>(Bucket::weights)], 0u);
+}

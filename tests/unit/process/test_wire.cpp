@@ -421,10 +421,14 @@ LedgerSnapshot full_ledger() {
     model.owner = {OwnerKind::model, 7, "qwen:0.5b"};
     for (size_t b = 0; b < specd::memory::bucket_count; ++b) model.buckets[b] = b * 3 + 1;
     model.total = 4242;
-    snap.models = {model, {{OwnerKind::model, 9, "gemma"}, {}, 0}};
+    model.devices["RPC0[127.0.0.1:50052]"][0] = 77;
+    model.devices["RPC0[127.0.0.1:50053]"][3] = 88;
+    snap.devices = model.devices;
+    snap.models = {model, {{OwnerKind::model, 9, "gemma"}, {}, 0, {}}};
     for (size_t b = 0; b < specd::memory::bucket_count; ++b) {
         const auto kind = static_cast<OwnerKind>(b % specd::memory::owner_kind_count);
-        snap.reservations.push_back({{kind, 100 + b, "owner " + std::to_string(b)}, static_cast<Bucket>(b), 10 * b + 5, b % 2 == 0});
+        snap.reservations.push_back({{kind, 100 + b, "owner " + std::to_string(b)}, static_cast<Bucket>(b), 10 * b + 5, b % 2 == 0,
+                                     b == 2 ? "RPC0[127.0.0.1:50052]" : ""});
     }
     snap.owners = {{{11, 1}, {22, 20}, {33, 3}}};
     return snap;
@@ -643,11 +647,13 @@ TEST(Wire, LedgerSnapshotRoundTrips) {
 
     EXPECT_EQ(got.buckets, snap.buckets);
     EXPECT_EQ(got.total, snap.total);
+    EXPECT_EQ(got.devices, snap.devices);
     ASSERT_EQ(got.models.size(), snap.models.size());
     for (size_t i = 0; i < snap.models.size(); ++i) {
         expect_same_owner(got.models[i].owner, snap.models[i].owner);
         EXPECT_EQ(got.models[i].buckets, snap.models[i].buckets);
         EXPECT_EQ(got.models[i].total, snap.models[i].total);
+        EXPECT_EQ(got.models[i].devices, snap.models[i].devices);
     }
     ASSERT_EQ(got.reservations.size(), snap.reservations.size());
     for (size_t i = 0; i < snap.reservations.size(); ++i) {
@@ -655,6 +661,7 @@ TEST(Wire, LedgerSnapshotRoundTrips) {
         EXPECT_EQ(got.reservations[i].bucket, snap.reservations[i].bucket);
         EXPECT_EQ(got.reservations[i].bytes, snap.reservations[i].bytes);
         EXPECT_EQ(got.reservations[i].owner_open, snap.reservations[i].owner_open);
+        EXPECT_EQ(got.reservations[i].device, snap.reservations[i].device);
     }
     for (size_t k = 0; k < specd::memory::owner_kind_count; ++k) {
         EXPECT_EQ(got.owners[k].created, snap.owners[k].created);
