@@ -26,6 +26,9 @@
 # 1.15x-1.25x apart with the same binary in both): decode tokens/s on
 # the fixture pair or the pair named, or with --mmproj the time of a request with one image
 # (bench/results/allocator.md).
+# `scripts/bench.sh scale-out [--runs N] [--num-predict N]`: the medium target split over two RPC
+# workers against fully local, and 3 replicas behind HAProxy against one server, on loopback
+# (bench/results/scale-out.md).
 # `scripts/bench.sh runners [--pairs A,B] [--runs N] [--num-predict N]`: what running each model
 # in a runner process costs per token against a runner thread, in CPU time of the server's
 # threads (bench/results/runner-cost.md).
@@ -51,6 +54,7 @@ if [ "${1:-}" = cache ]; then mode=cache; shift; fi
 if [ "${1:-}" = concurrency ]; then mode=concurrency; shift; fi
 if [ "${1:-}" = coupling ]; then mode=coupling; shift; fi
 if [ "${1:-}" = runners ]; then mode=runners; shift; fi
+if [ "${1:-}" = scale-out ]; then mode=scale-out; shift; fi
 cells=bench/speculation.json
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then cells=$1; shift; fi
 
@@ -60,6 +64,9 @@ cmake --build --preset release --target specd specd-testmodel
 models_src="$(bash scripts/llama.sh source)/models"
 models_dir="${SPECD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd}/bench-models"
 bash bench/make-models.sh "$cells" build/bin/specd-testmodel "$models_src" "$models_dir"
+if [ "$mode" = scale-out ]; then # specd against itself: workers, replicas, one server
+  exec node bench/scale_out.mjs --specd build/bin/specd --models "$models_dir" --out bench/results "$@"
+fi
 if [ "$mode" = runners ]; then # specd against itself
   exec node bench/runner_cost.mjs --specd build/bin/specd --models "$models_dir" --out bench/results "$@"
 fi
