@@ -1,12 +1,15 @@
 #include "engine/backend.h"
 
 #include <llama.h>
+#include <ggml.h>
 #include <mtmd-helper.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace specd::engine {
@@ -39,7 +42,21 @@ std::string trim(std::string s) {
     return s;
 }
 
+void one_line_abort(const char * message) {
+    // "<source path>:<line>: <reason>": the path is the build machine's; its file name is enough.
+    std::string text    = message ? message : "";
+    const size_t reason = text.find(": ");
+    const size_t slash  = text.rfind('/', reason);
+    if (reason != std::string::npos && slash != std::string::npos) text.erase(0, slash + 1);
+    text = "llama.cpp aborted: " + text + "\n";
+    // The process is about to abort: write(2) straight to the descriptor, no stdio buffer.
+    const ssize_t written = write(STDERR_FILENO, text.data(), text.size());
+    (void)written;
+}
+
 } // namespace
+
+void report_aborts_in_one_line() { ggml_set_abort_callback(one_line_abort); }
 
 void ensure_backend() {
     static std::once_flag once;

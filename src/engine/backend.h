@@ -9,6 +9,12 @@ namespace specd::engine {
 // Initialises the llama.cpp backend once per process; safe to call from any thread.
 void ensure_backend();
 
+// For a runner process: an abort inside llama.cpp or ggml (GGML_ASSERT, a lost RPC worker)
+// writes one line, "llama.cpp aborted: <file>:<line>: <reason>", before the process ends,
+// instead of attaching a debugger for a backtrace (seconds, and its last line says nothing).
+// The server reads a runner's last line as the reason it ended.
+void report_aborts_in_one_line();
+
 // While alive on a thread, collects llama.cpp's warnings and errors logged on that thread,
 // so a failed load can say why instead of "failed to load".
 class LogCapture {

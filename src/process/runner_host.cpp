@@ -2,6 +2,7 @@
 
 #include "cache/prompt_cache.h"
 #include "core/error.h"
+#include "engine/backend.h"
 #include "memory/ledger.h"
 #include "metrics/registry.h"
 #include "process/frame.h"
@@ -170,6 +171,7 @@ int serve_runner(int fd) {
     const pid_t parent = getppid();
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) return 0;
+    engine::report_aborts_in_one_line();
 
     std::optional<Frame> hello = read_frame(fd);
     if (!hello || hello->head.value("t", "") != msg::hello) return 0;

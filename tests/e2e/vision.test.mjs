@@ -315,6 +315,8 @@ describe('vision: what is not served', () => {
     const r = await ask([b64(png(64, 64, 1))]);
     assert.equal(r.status, 500, r.text);
     assert.match(r.body.error, /the runner of model 'broken:latest' stopped unexpectedly/);
+    // Its reason in one line (the assertion's file and condition), not a debugger's backtrace.
+    assert.match(r.body.error, /llama\.cpp aborted: [\w.-]+\.(c|cpp):\d+: GGML_ASSERT/, r.body.error);
     // The same model without an image, and another model: both answer.
     const text = await ask(undefined);
     assert.equal(text.status, 200, text.text);
