@@ -9,7 +9,8 @@
 #                                          into a cache keyed by the pin; its static
 #                                          libraries are imported here.
 # Either way SPECD_LLAMA_MODELS names the tree's models/ folder (vocab-only GGUFs, templates)
-# for the test fixtures.
+# for the test fixtures. SPECD_LLAMA_RPC_SERVER names llama.cpp's own RPC worker built from
+# the pinned tree (the tests run it beside `specd worker`); empty with a user's checkout.
 
 set(SPECD_LLAMA_DIR "" CACHE PATH "Use this llama.cpp source tree instead of the pinned one")
 set(SPECD_LLAMA_PREFIX "" CACHE PATH "Prefix staged by scripts/llama.sh (found automatically)")
@@ -46,6 +47,7 @@ if(SPECD_LLAMA_DIR)
   target_link_libraries(specd_httplib INTERFACE cpp-httplib)
   target_include_directories(specd_httplib SYSTEM INTERFACE ${SPECD_LLAMA_DIR}/vendor/cpp-httplib)
   set(SPECD_LLAMA_MODELS ${SPECD_LLAMA_DIR}/models)
+  set(SPECD_LLAMA_RPC_SERVER "")
   return()
 endif()
 
@@ -122,3 +124,4 @@ target_link_libraries(specd_httplib INTERFACE specd_llama_cpp-httplib OpenSSL::S
 target_compile_definitions(specd_httplib INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT)
 target_include_directories(specd_httplib SYSTEM INTERFACE ${_p}/vendor/cpp-httplib)
 set(SPECD_LLAMA_MODELS ${_p}/models)
+set(SPECD_LLAMA_RPC_SERVER ${_p}/bin/rpc-server)

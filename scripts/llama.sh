@@ -79,11 +79,13 @@ build_libs() {
     -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_COMMON=ON \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_MTMD=ON -DLLAMA_OPENSSL=ON \
     -DGGML_NATIVE=ON -DGGML_OPENMP="$openmp" -DGGML_RPC=ON \
     -DCMAKE_INSTALL_PREFIX="$prefix" >&2
-  cmake --build "$build_dir" -j "$jobs" --target llama ggml ggml-base ggml-cpu ggml-rpc llama-common llama-common-base mtmd cpp-httplib >&2
+  # Tools are configured only for llama.cpp's own RPC worker (ggml-rpc-server), which the tests
+  # run beside `specd worker`; no other tool is built.
+  cmake --build "$build_dir" -j "$jobs" --target llama ggml ggml-base ggml-cpu ggml-rpc llama-common llama-common-base mtmd cpp-httplib ggml-rpc-server >&2
   # find_package(OpenSSL) failing only warns upstream and builds cpp-httplib without TLS.
   if ! grep -q 'CPPHTTPLIB_OPENSSL_SUPPORT' "$build_dir/build.ninja"; then
     log "cpp-httplib was built without OpenSSL: install the OpenSSL headers (libssl-dev)"
@@ -97,8 +99,9 @@ build_libs() {
 # llama.cpp's install step exports neither llama-common nor mtmd.
 stage_prefix() {
   rm -rf "$prefix"
-  mkdir -p "$prefix/lib" "$prefix/include/common" "$prefix/include/mtmd"
+  mkdir -p "$prefix/lib" "$prefix/include/common" "$prefix/include/mtmd" "$prefix/bin"
   find "$build_dir" -name '*.a' -exec cp {} "$prefix/lib/" \;
+  cp "$build_dir/bin/ggml-rpc-server" "$prefix/bin/rpc-server"
   cp "$src_dir"/include/*.h "$prefix/include/"
   cp "$src_dir"/ggml/include/*.h "$prefix/include/"
   (cd "$src_dir/common" && find . \( -name '*.h' -o -name '*.hpp' \) -exec cp --parents {} "$prefix/include/common/" \;)

@@ -1,5 +1,6 @@
-// Layers on RPC workers (`specd worker`, ggml's RPC backend) on loopback: a model split over
-// the host and two workers answers the same greedy text as one fully local; /api/ps, the
+// Layers on RPC workers on loopback, one `specd worker` and one llama.cpp `rpc-server` from
+// the same pinned tree (SPECD_RPC_SERVER; a second `specd worker` when it is not set, as with
+// a user's own llama.cpp checkout): a model split over the host and the two answers the same greedy text as one fully local; /api/ps, the
 // ledger and /metrics name the workers' devices as ggml does ("RPC0[127.0.0.1:port]") with
 // the bytes each holds; num_gpu moves layers back to the host; a worker killed mid-answer
 // ends that answer with an error, and the next request loads without it. Remote workers are
@@ -11,10 +12,13 @@ import { after, before, describe } from 'node:test';
 import { freePort, runCli, SPECD_BIN, sleep, startServer, test } from './harness.mjs';
 
 const workers = [];
+const upstream = process.env.SPECD_RPC_SERVER || null;
 
-async function startWorker() {
+async function startWorker({ llama = false } = {}) {
   const port = await freePort();
-  const child = spawn(SPECD_BIN, ['worker', '--port', String(port), '--threads', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const [cmd, args] = llama ? [upstream, ['-H', '127.0.0.1', '-p', String(port), '-t', '1']]
+                            : [SPECD_BIN, ['worker', '--port', String(port), '--threads', '1']];
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   child.stdout.on('data', (d) => { log = (log + d).slice(-20_000); });
   child.stderr.on('data', (d) => { log = (log + d).slice(-20_000); });
@@ -79,7 +83,8 @@ describe('RPC workers', () => {
 
   before(async () => {
     w1 = await startWorker();
-    w2 = await startWorker();
+    if (!upstream) console.log('SPECD_RPC_SERVER is not set: two specd workers instead of one and an rpc-server');
+    w2 = await startWorker({ llama: Boolean(upstream) });
     local = await startServer();
     split = await startServer({ env: { SPECD_RPC: `${w1.endpoint},${w2.endpoint}` } });
   });
