@@ -15,6 +15,9 @@
 #                                   phi-3 vocab; greedy choices agree on ~80% of positions
 #   pair-low-draft.gguf, pair-low-target.gguf
 #                                   the same with ~30% agreement (speculation that does not pay)
+#   pair-wide-heads-draft.gguf, pair-wide-heads-target.gguf
+#                                   ~80% agreement with 1 head of 64 values (the others have 16):
+#                                   what a q8_0 or q4_0 KV cache needs (engine/kv_cache_type.h)
 #   think.gguf                      qwen2 vocab (151936 tokens) with Qwen3's chat template from
 #                                   models/templates: it reasons (<think>) and calls tools
 #   vision-text.gguf, vision-mmproj.gguf
@@ -107,6 +110,10 @@ fixture pair "pair-draft.gguf pair-target.gguf" \
 fixture pair-low "pair-low-draft.gguf pair-low-target.gguf" \
   pair --vocab "$phi3" --agreement 0.3 --seed 3 \
   --draft "$out/pair-low-draft.gguf" --target "$out/pair-low-target.gguf"
+# A head of 64 values (n_embd 64, 1 head): what a q8_0 or q4_0 KV cache needs.
+fixture pair-wide-heads "pair-wide-heads-draft.gguf pair-wide-heads-target.gguf" \
+  pair --vocab "$phi3" --agreement 0.8 --seed 9 --n-head 1 \
+  --draft "$out/pair-wide-heads-draft.gguf" --target "$out/pair-wide-heads-target.gguf"
 fixture think "think.gguf" --vocab "$models/ggml-vocab-qwen2.gguf" \
   --chat-template "$models/templates/Qwen-Qwen3-0.6B.jinja" --out "$out/think.gguf" --seed 5
 fixture vision-text "vision-text.gguf" --vocab "$phi3" --out "$out/vision-text.gguf" --seed 4

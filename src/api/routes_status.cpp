@@ -31,6 +31,7 @@ json loaded_models_json(const RouteContext & ctx) {
         j["running"]    = m.running;  // specd's: sequences generating now, and requests waiting
         j["queued"]     = m.queued;
         j["threads"]    = {{"decode", m.threads}, {"batch", m.threads_batch}, {"draft", m.draft_threads}};
+        j["kv_cache_type"] = m.kv_cache_type; // specd's: SPECD_KV_CACHE_TYPE as this model got it
         j["memory"]     = std::move(breakdown);
         j["devices"]    = model_devices_json(ledger, m.memory_owner); // specd's: the same bytes by device
         models.push_back(std::move(j));

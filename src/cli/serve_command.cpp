@@ -8,6 +8,7 @@
 #include "cli/terminal.h"
 #include "core/rpc_endpoints.h"
 #include "core/settings.h"
+#include "engine/kv_cache_type.h"
 #include "engine/rpc_workers.h"
 #include "http/limits.h"
 #include "memory/ledger.h"
@@ -141,6 +142,9 @@ int cmd_serve(const ServeOptions & o) {
             for (const RpcEndpoint & e : rpc_endpoints) joined += (joined.empty() ? "" : ",") + e.text();
             setenv("SPECD_RPC", joined.c_str(), 1); // the runner processes read the same list
         }
+        // Checked here, where a bad value is a usage error; every context reads it again.
+        const engine::KvCacheType kv = engine::parse_kv_cache_type(setting("KV_CACHE_TYPE"), setting("FLASH_ATTENTION"));
+        if (kv.type != GGML_TYPE_F16) std::fprintf(stderr, "specd: KV cache %s\n", kv.name());
         sched.default_keep_alive = default_keep_alive();
         // Loaded models may use most of the machine's memory; the rest is left to the system.
         if (sched.memory_budget == 0) sched.memory_budget = scheduler::physical_memory_bytes() / 10 * 9;

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/backend.h"
+#include "engine/kv_cache_type.h"
 
 #include <vector>
 
@@ -41,6 +42,13 @@ llama_context_params sequences_params(uint32_t n_ctx, int n_seq, int32_t n_batch
     cp.n_ubatch             = n_batch;
     cp.n_seq_max            = uint32_t(n_seq);
     cp.kv_unified           = true;
+    apply_kv_cache_type(configured_kv_cache_type(), cp);
+    return cp;
+}
+
+llama_context_params sequences_params(const Model & model, uint32_t n_ctx, int n_seq, int32_t n_batch) {
+    llama_context_params cp = sequences_params(n_ctx, n_seq, n_batch);
+    apply_kv_cache_type(kv_cache_type_for(model.info(), configured_kv_cache_type()), cp);
     return cp;
 }
 

@@ -23,9 +23,12 @@ CreatedContext create_context(const Model & model, const llama_context_params & 
 // Parameters for `n_seq` sequences of `n_ctx` tokens each in one KV cache (llama.cpp's
 // unified KV: a batch may mix a long prompt chunk with single-token rounds of other sequences
 // in one micro-batch), decoding batches of up to `n_batch` tokens. The owner holds each
-// sequence to n_ctx tokens, so the cache is n_ctx per sequence, as Ollama sizes it. Threads
-// and callbacks are left at llama.cpp's defaults.
+// sequence to n_ctx tokens, so the cache is n_ctx per sequence, as Ollama sizes it. The cache
+// type and flash attention are the server's (engine/kv_cache_type). Threads and callbacks are
+// left at llama.cpp's defaults.
 llama_context_params sequences_params(uint32_t n_ctx, int n_seq, int32_t n_batch);
+// The same with the model's own cache type (engine/kv_cache_type: kv_cache_type_for).
+llama_context_params sequences_params(const Model & model, uint32_t n_ctx, int n_seq, int32_t n_batch);
 
 // An abort callback for llama_context_params: `data` is the address of the owner's
 // `const std::atomic<bool> *` cancel pointer (null while nothing can be cancelled).

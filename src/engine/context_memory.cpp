@@ -1,5 +1,7 @@
 #include "engine/context_memory.h"
 
+#include "engine/kv_cache_type.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -74,7 +76,8 @@ size_t estimate_kv_bytes(const Model & model, uint32_t n_ctx) {
     const int32_t       n_head  = std::max(1, llama_model_n_head(m));
     const size_t        head_sz = static_cast<size_t>(llama_model_n_embd(m) / n_head);
     const size_t        per_cell_layer = 2 /*k,v*/ * static_cast<size_t>(llama_model_n_head_kv(m)) * head_sz * 2 /*f16*/;
-    return static_cast<size_t>(n_ctx) * static_cast<size_t>(llama_model_n_layer(m)) * per_cell_layer;
+    const double        f16_bytes = double(n_ctx) * double(llama_model_n_layer(m)) * double(per_cell_layer);
+    return static_cast<size_t>(f16_bytes * kv_cache_type_for(model.info(), configured_kv_cache_type()).bytes_vs_f16());
 }
 
 ContextBytes context_bytes(const std::vector<std::string> & lines, const Model & model, uint32_t n_ctx) {

@@ -26,7 +26,8 @@ ContextBytes parse_buffer_lines(const std::vector<std::string> & lines);
 // lines (logged while it loads).
 DeviceSplit parse_weight_lines(const std::vector<std::string> & lines);
 
-// An f16 KV cache of `n_ctx` cells: per layer, keys and values of every KV head.
+// A KV cache of `n_ctx` cells of the server's cache type: per layer, keys and values of every
+// KV head.
 size_t estimate_kv_bytes(const Model & model, uint32_t n_ctx);
 
 // The context's buffers as logged while it was created, the KV estimated where not logged.

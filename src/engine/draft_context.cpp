@@ -35,7 +35,7 @@ DraftContext::DraftContext(std::shared_ptr<Model> draft, const Model & target, u
         throw bad_request("draft model cannot be used: " + why);
     }
     // Like the target's: one KV for every sequence, each held to n_ctx tokens by its owner.
-    llama_context_params cp = sequences_params(n_ctx, std::max(1, n_seq), batch_.capacity());
+    llama_context_params cp = sequences_params(*model_, n_ctx, std::max(1, n_seq), batch_.capacity());
     cp.n_threads = cp.n_threads_batch = 1; // until use_threads(): the session measures the draft's
     CreatedContext created = create_context(*model_, cp, "cannot create the draft model's context");
     ctx_                   = std::move(created.ctx);

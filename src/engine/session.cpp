@@ -80,7 +80,7 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     const int32_t n_threads = opts.num_thread > 0 ? opts.num_thread : usable_cpus();
 
     // One KV cache for all sequences; each is held to num_ctx tokens by this class.
-    llama_context_params cp = sequences_params(n_ctx_, n_seq, batch_.capacity());
+    llama_context_params cp = sequences_params(*model_, n_ctx_, n_seq, batch_.capacity());
     cp.n_threads           = n_threads;
     cp.n_threads_batch     = n_threads;
     cp.abort_callback      = abort_step;

@@ -833,6 +833,7 @@ nlohmann::json loaded_to_json(const scheduler::LoadedInfo & info) {
             {"threads", info.threads},
             {"threads_batch", info.threads_batch},
             {"draft_threads", info.draft_threads},
+            {"kv_cache_type", info.kv_cache_type},
             {"running", info.running},
             {"queued", info.queued},
             {"live", live_to_json(info.live)}};
@@ -858,6 +859,7 @@ scheduler::LoadedInfo loaded_from_json(const nlohmann::json & j) {
         info.threads            = int_field<int32_t>(j, "threads");
         info.threads_batch      = int_field<int32_t>(j, "threads_batch");
         info.draft_threads      = int_field<int32_t>(j, "draft_threads");
+        info.kv_cache_type      = text_field(j, "kv_cache_type");
         info.running            = int_field<int>(j, "running");
         info.queued             = int_field<size_t>(j, "queued");
         info.live               = live_from_json(object_field(j, "live"));

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "engine/gguf_info.h"
+#include "engine/kv_cache_type.h"
 #include "engine/session.h"
 
 #include <algorithm>
@@ -23,7 +24,7 @@ std::optional<int64_t> meta_int(const engine::GgufInfo & info, const std::string
 }
 
 // K and V bytes per token of context, at f16 (llama.cpp's default cache type).
-uint64_t kv_bytes_per_token(const engine::GgufInfo & info) {
+uint64_t kv_f16_bytes_per_token(const engine::GgufInfo & info) {
     const std::string a       = info.architecture + ".";
     const int64_t     n_layer = meta_int(info, a + "block_count").value_or(0);
     const int64_t     n_embd  = meta_int(info, a + "embedding_length").value_or(0);
@@ -32,6 +33,13 @@ uint64_t kv_bytes_per_token(const engine::GgufInfo & info) {
     const int64_t     k_len   = meta_int(info, a + "attention.key_length").value_or(n_embd / n_head);
     const int64_t     v_len   = meta_int(info, a + "attention.value_length").value_or(n_embd / n_head);
     return uint64_t(std::max<int64_t>(0, n_layer * n_kv * (k_len + v_len) * 2));
+}
+
+// The same in the server's cache type (SPECD_KV_CACHE_TYPE), as the session and the draft
+// context allocate it; the embedder's context keeps f16.
+uint64_t kv_bytes_per_token(const engine::GgufInfo & info) {
+    const engine::KvCacheType kv = engine::kv_cache_type_for(info, engine::configured_kv_cache_type());
+    return uint64_t(double(kv_f16_bytes_per_token(info)) * kv.bytes_vs_f16());
 }
 
 // Bytes per token of a decode's output: logits over the vocabulary and the hidden state, f32.
@@ -63,7 +71,7 @@ LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & cont
     e.kv_per_seq    = kv_bytes_per_token(info) * uint64_t(e.n_ctx);
     e.out_per_token = out_bytes_per_token(info);
     const uint64_t n_ctx = uint64_t(e.n_ctx);
-    e.embedder = kv_bytes_per_token(info) * n_ctx + n_ctx * std::max(e.out_per_token, 2 * n_ctx) + n_ctx * e.out_per_token;
+    e.embedder = kv_f16_bytes_per_token(info) * n_ctx + n_ctx * std::max(e.out_per_token, 2 * n_ctx) + n_ctx * e.out_per_token;
     if (files.draft) {
         const engine::GgufInfo draft = engine::read_gguf_info(*files.draft);
         e.weights += file_bytes(*files.draft);

@@ -4,6 +4,7 @@
 #include "engine/context_factory.h"
 #include "engine/embedder.h"
 #include "engine/model.h"
+#include "engine/kv_cache_type.h"
 #include "engine/prompt_builder.h"
 #include "engine/rpc_workers.h"
 #include "engine/session.h"
@@ -112,6 +113,11 @@ std::optional<LoadedInfo> ModelInstance::ensure_loaded(const GenerateRequest & r
     embedder_bytes_ = est.embedder;
     done.load_ns += now_ns() - t0;
     account();
+    if (const auto & wanted = engine::configured_kv_cache_type();
+        engine::kv_cache_type_for(model_->info(), wanted).type != wanted.type) {
+        std::fprintf(stderr, "specd: %s: its attention heads are not a multiple of 64 values, which a %s cache needs: its KV cache stays f16\n",
+                     req.model.name.c_str(), wanted.name());
+    }
     std::fprintf(stderr, "specd: %s: %s%s\n", req.model.name.c_str(), engine::describe(session_->threads()).c_str(),
                  draft_ ? ("; draft " + engine::describe(session_->draft_threads())).c_str() : "");
 
@@ -128,6 +134,7 @@ std::optional<LoadedInfo> ModelInstance::ensure_loaded(const GenerateRequest & r
     info.threads            = session_->threads().n_threads;
     info.threads_batch      = session_->threads().n_threads_batch;
     info.draft_threads      = draft_ ? session_->draft_threads().n_threads : 0;
+    info.kv_cache_type      = engine::kv_cache_type_for(model_->info(), engine::configured_kv_cache_type()).name();
     info.live               = live_base_;
     return info;
 }

@@ -53,6 +53,7 @@ struct LoadedInfo {
     int32_t                                            threads = 0;
     int32_t                                            threads_batch = 0;
     int32_t                                            draft_threads = 0;
+    std::string                                        kv_cache_type = "f16"; // its KV cache's element type
     // Its work: sequences generating and jobs waiting, and what its requests did so far
     // (refreshed while they run, a few times a second, and at each request's end).
     int                                                running = 0;

@@ -377,6 +377,7 @@ LoadedInfo full_loaded() {
     info.threads            = 8;
     info.threads_batch      = 16;
     info.draft_threads      = 2;
+    info.kv_cache_type      = "q8_0";
     info.running            = 3;
     info.queued             = 5;
     info.live               = {101, 102, 103, 104, 105, 106, {0, 107, 108}};
@@ -397,6 +398,7 @@ void expect_same_loaded(const LoadedInfo & got, const LoadedInfo & want) {
     EXPECT_EQ(got.threads, want.threads);
     EXPECT_EQ(got.threads_batch, want.threads_batch);
     EXPECT_EQ(got.draft_threads, want.draft_threads);
+    EXPECT_EQ(got.kv_cache_type, want.kv_cache_type);
     EXPECT_EQ(got.running, want.running);
     EXPECT_EQ(got.queued, want.queued);
     EXPECT_EQ(got.live.generated, want.live.generated);
