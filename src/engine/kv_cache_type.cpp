@@ -20,9 +20,15 @@ const char * KvCacheType::name() const { return ggml_type_name(type); }
 KvCacheType parse_kv_cache_type(const std::optional<std::string> & type, const std::optional<std::string> & flash) {
     KvCacheType kv;
     if (flash) {
-        if (*flash == "1" || *flash == "true") kv.flash = LLAMA_FLASH_ATTN_TYPE_ENABLED;
-        else if (*flash == "0" || *flash == "false") kv.flash = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-        else throw std::invalid_argument("FLASH_ATTENTION must be 1, true, 0 or false, not \"" + *flash + "\"");
+        // The spellings Ollama's settings take (Go's strconv.ParseBool).
+        const std::string & f = *flash;
+        if (f == "1" || f == "t" || f == "T" || f == "true" || f == "TRUE" || f == "True") {
+            kv.flash = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+        } else if (f == "0" || f == "f" || f == "F" || f == "false" || f == "FALSE" || f == "False") {
+            kv.flash = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+        } else {
+            throw std::invalid_argument("FLASH_ATTENTION must be 1, true, 0 or false, not \"" + f + "\"");
+        }
     }
     if (type) {
         if (*type == "f16") kv.type = GGML_TYPE_F16;

@@ -21,7 +21,8 @@ struct KvCacheType {
     const char * name() const;
 };
 
-// `type`: f16, q8_0 or q4_0 (unset: f16). `flash`: 1/true/0/false (unset: auto). Throws
+// `type`: f16, q8_0 or q4_0 (unset: f16). `flash`: 1/true/0/false, as Go's ParseBool spells
+// them (unset: auto). Throws
 // std::invalid_argument naming the setting for anything else, or for a quantized type with
 // flash attention off.
 KvCacheType parse_kv_cache_type(const std::optional<std::string> & type, const std::optional<std::string> & flash);

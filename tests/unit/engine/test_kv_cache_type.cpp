@@ -23,6 +23,8 @@ TEST(KvCacheType, ReadsOllamasTypesAndFlashAttention) {
     EXPECT_DOUBLE_EQ(q4.bytes_vs_f16(), 18.0 / 64.0);
     EXPECT_EQ(parse_kv_cache_type("f16", "false").flash, LLAMA_FLASH_ATTN_TYPE_DISABLED);
     EXPECT_EQ(parse_kv_cache_type("f16", "true").flash, LLAMA_FLASH_ATTN_TYPE_ENABLED);
+    for (const char * on : {"t", "T", "TRUE", "True"}) EXPECT_EQ(parse_kv_cache_type(std::nullopt, std::string(on)).flash, LLAMA_FLASH_ATTN_TYPE_ENABLED);
+    for (const char * off : {"f", "F", "FALSE", "False"}) EXPECT_EQ(parse_kv_cache_type(std::nullopt, std::string(off)).flash, LLAMA_FLASH_ATTN_TYPE_DISABLED);
     EXPECT_STREQ(q8.name(), "q8_0");
 }
 
@@ -30,7 +32,7 @@ TEST(KvCacheType, RefusesWhatLlamaCppCannotDo) {
     for (const char * bad : {"", "F16", "q5_1", "fp16", "bf16", "q8"}) {
         EXPECT_THROW(parse_kv_cache_type(std::string(bad), std::nullopt), std::invalid_argument) << bad;
     }
-    for (const char * bad : {"", "yes", "2", "on"}) {
+    for (const char * bad : {"", "yes", "2", "on", "tRuE"}) {
         EXPECT_THROW(parse_kv_cache_type(std::nullopt, std::string(bad)), std::invalid_argument) << bad;
     }
     // A quantized V cache needs flash attention.
