@@ -149,6 +149,24 @@ describe('RPC workers', () => {
     assert.match((await bad.json()).error, /num_gpu/);
   });
 
+  test('a worker busy with another server is left out of a load, which does not wait for it', async () => {
+    await generate(split.url, greedy()); // split's runner holds both workers' connections
+    const other = await startServer({ env: { SPECD_RPC: w1.endpoint } });
+    try {
+      const t0 = Date.now();
+      const r = await generate(other.url, greedy());
+      assert.ok(Date.now() - t0 < 30_000);
+      assert.equal(r.response, (await generate(local.url, greedy())).response);
+      assert.deepEqual((await ps(other.url)).devices.map((d) => d.name), ['CPU']);
+      assert.match(other.stderr(), new RegExp(`RPC worker ${w1.endpoint} did not answer within 3000 ms`));
+    } finally {
+      await other.stop();
+    }
+    // The first server's model still answers on both workers.
+    assert.equal((await generate(split.url, greedy())).response, (await generate(local.url, greedy())).response);
+    assert.deepEqual((await ps(split.url)).devices.map((d) => d.name), ['CPU', w1.device, w2.device]);
+  });
+
   test('a worker killed mid-answer: that answer ends with an error, the next loads without it', async () => {
     await generate(split.url, greedy()); // every layer on the workers again
     const r = await fetch(`${split.url}/api/generate`, {
