@@ -8,7 +8,9 @@
 #include "cli/terminal.h"
 #include "core/rpc_endpoints.h"
 #include "core/settings.h"
+#include "engine/devices.h"
 #include "engine/kv_cache_type.h"
+#include "engine/layer_placement.h"
 #include "engine/rpc_workers.h"
 #include "http/limits.h"
 #include "memory/ledger.h"
@@ -145,6 +147,7 @@ int cmd_serve(const ServeOptions & o) {
         // Checked here, where a bad value is a usage error; every context reads it again.
         const engine::KvCacheType kv = engine::parse_kv_cache_type(setting("KV_CACHE_TYPE"), setting("FLASH_ATTENTION"));
         if (kv.type != GGML_TYPE_F16) std::fprintf(stderr, "specd: KV cache %s\n", kv.name());
+        engine::fit_margin_bytes(); // SPECD_GPU_OVERHEAD: a size, or a usage error now
         sched.default_keep_alive = default_keep_alive();
         // Loaded models may use most of the machine's memory; the rest is left to the system.
         if (sched.memory_budget == 0) sched.memory_budget = scheduler::physical_memory_bytes() / 10 * 9;
@@ -176,8 +179,12 @@ int cmd_serve(const ServeOptions & o) {
                                           return shared_cache ? shared_cache->stats() : runners.cache_stats();
                                       }});
         server.bind();
-        // As Ollama logs its inference compute: the devices besides the CPU, asked once now
-        // (each load asks again, and leaves out a worker that does not answer then).
+        // As Ollama logs its inference compute: this machine's devices, then the RPC workers,
+        // asked once now (each load asks again, and leaves out a worker that does not answer).
+        for (const engine::DeviceInfo & d : engine::local_devices()) {
+            std::fprintf(stderr, "specd: device %s (%s, %s): %.1f GiB free of %.1f GiB\n", d.name.c_str(), d.kind.c_str(),
+                         d.description.c_str(), double(d.free_bytes) / 1073741824.0, double(d.total_bytes) / 1073741824.0);
+        }
         for (const RpcEndpoint & e : rpc_endpoints) {
             const auto found = engine::probe_rpc_workers({e}, std::chrono::seconds(3));
             if (found.empty()) continue; // probe_rpc_workers said so

@@ -1,5 +1,7 @@
 #include "engine/layer_placement.h"
 
+#include "core/settings.h"
+
 #include <fit.h>
 
 #include <cstdio>
@@ -13,6 +15,12 @@ namespace {
 std::mutex g_fit_mutex;
 
 } // namespace
+
+size_t fit_margin_bytes() {
+    const auto v = setting("GPU_OVERHEAD");
+    if (!v) return k_fit_margin_bytes;
+    return *v == "0" ? 0 : static_cast<size_t>(parse_byte_size(*v));
+}
 
 LayerPlacement::LayerPlacement(const std::filesystem::path & gguf, const PlacementRequest & request) {
     if (request.devices.empty()) return; // n_gpu_layers 0: the CPU only
@@ -28,7 +36,7 @@ LayerPlacement::LayerPlacement(const std::filesystem::path & gguf, const Placeme
     llama_context_params cp = request.context;
     tensor_split_.assign(llama_max_devices(), 0.0f);
     overrides_.assign(llama_max_tensor_buft_overrides(), {nullptr, nullptr});
-    std::vector<size_t> margins(llama_max_devices(), k_fit_margin_bytes);
+    std::vector<size_t> margins(llama_max_devices(), fit_margin_bytes());
     std::lock_guard     lock(g_fit_mutex);
     const auto status = common_fit_params(gguf.c_str(), &mp, &cp, tensor_split_.data(), overrides_.data(), margins.data(),
                                           cp.n_ctx, nullptr, GGML_LOG_LEVEL_ERROR);
@@ -36,10 +44,12 @@ LayerPlacement::LayerPlacement(const std::filesystem::path & gguf, const Placeme
         n_gpu_layers_ = mp.n_gpu_layers;
         fitted_       = true;
     } else {
-        // Nothing fits the devices with their margins: the CPU holds it all, as without them.
-        std::fprintf(stderr, "specd: %s does not fit the offload devices' free memory; its layers stay on the CPU\n",
+        n_gpu_layers_ = 0; // nothing fits: the CPU holds it all, as without the devices
+    }
+    if (n_gpu_layers_ == 0) {
+        std::fprintf(stderr, "specd: %s: no layer fits the offload devices' free memory less SPECD_GPU_OVERHEAD; "
+                             "its layers stay on the CPU\n",
                      gguf.filename().c_str());
-        n_gpu_layers_ = 0;
     }
 }
 

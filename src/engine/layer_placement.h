@@ -38,7 +38,10 @@ class LayerPlacement {
     bool                                          fitted_ = false;
 };
 
-// Per device, the memory the fit leaves free (llama-server's default, 1 GiB).
+// Per device, the memory the fit leaves free: SPECD_GPU_OVERHEAD (OLLAMA_GPU_OVERHEAD; a
+// byte size, 0 allowed), else llama-server's default, 1 GiB. Throws std::invalid_argument
+// for a value that is not a size (`specd serve` checks it at start).
 inline constexpr size_t k_fit_margin_bytes = size_t(1) << 30;
+size_t fit_margin_bytes();
 
 } // namespace specd::engine

@@ -68,6 +68,9 @@ async function generate(url, options) {
   return body;
 }
 
+// The devices /api/ps lists: the host first, then the others by name.
+const hostThen = (...devices) => ['CPU', ...devices.sort()];
+
 async function ps(url) {
   const r = await fetch(`${url}/api/ps`, { signal: AbortSignal.timeout(10_000) });
   const { models } = await r.json();
@@ -94,8 +97,25 @@ describe('RPC workers', () => {
     for (const w of workers) w.child.kill('SIGKILL');
   });
 
-  test('the server names its workers at start', () => {
+  test('the server names its devices and workers at start', () => {
+    assert.match(split.stderr(), /specd: device CPU \(CPU, .+\): [\d.]+ GiB free of [\d.]+ GiB/);
     for (const w of [w1, w2]) assert.match(split.stderr(), new RegExp(`RPC worker ${w.endpoint}: [\\d.]+ GiB free`));
+  });
+
+  // Before the split server loads: a worker serves one client at a time.
+  test('SPECD_GPU_OVERHEAD: a fit that must leave more free than a worker has keeps every layer on the host', async () => {
+    const roomy = await startServer({ env: { SPECD_RPC: w1.endpoint, SPECD_GPU_OVERHEAD: '100000G' } });
+    try {
+      assert.equal((await generate(roomy.url, greedy())).eval_count, 24);
+      const m = await ps(roomy.url);
+      assert.equal(m.size_vram, 0);
+      assert.deepEqual(m.devices.map((d) => d.name), ['CPU']);
+      assert.match(roomy.stderr(), /no layer fits the offload devices' free memory less SPECD_GPU_OVERHEAD; its layers stay on the CPU/);
+    } finally {
+      await roomy.stop();
+    }
+    const bad = await runCli(['serve'], { env: { SPECD_HOST: `127.0.0.1:${await freePort()}`, SPECD_GPU_OVERHEAD: 'lots' }, timeoutMs: 10_000 });
+    assert.equal(bad.code, 2, bad.stderr);
   });
 
   test('all layers on two workers: the same greedy text, the split in /api/ps, the ledger and /metrics', async () => {
@@ -106,8 +126,10 @@ describe('RPC workers', () => {
 
     const m = await ps(split.url);
     const names = m.devices.map((d) => d.name);
-    assert.deepEqual(names, ['CPU', w1.device, w2.device]);
-    const [cpu, d1, d2] = m.devices;
+    assert.deepEqual(names, hostThen(w1.device, w2.device));
+    const cpu = m.devices[0];
+    const d1 = m.devices.find((d) => d.name === w1.device);
+    const d2 = m.devices.find((d) => d.name === w2.device);
     for (const d of [d1, d2]) assert.ok(d.weights > 0, `${d.name} holds layers: ${JSON.stringify(m.devices)}`);
     // Every layer went, and its KV with it; the token embeddings stay on the host (llama.cpp
     // never offloads the input layer).
@@ -120,7 +142,7 @@ describe('RPC workers', () => {
     const ledger = await (await fetch(`${split.url}/api/debug/memory`)).json();
     const onWorkers = ledger.reservations.filter((r) => r.device === w1.device || r.device === w2.device);
     assert.ok(onWorkers.some((r) => r.bucket === 'weights' && r.bytes > 0), JSON.stringify(ledger.reservations));
-    assert.deepEqual(ledger.devices.map((d) => d.name), ['CPU', w1.device, w2.device]);
+    assert.deepEqual(ledger.devices.map((d) => d.name), hostThen(w1.device, w2.device));
 
     const metrics = await (await fetch(`${split.url}/metrics`)).text();
     const line = metrics.split('\n').find((l) => l.startsWith(`specd_device_memory_bytes{device="${w1.device}",bucket="weights"}`));
@@ -164,7 +186,7 @@ describe('RPC workers', () => {
     }
     // The first server's model still answers on both workers.
     assert.equal((await generate(split.url, greedy())).response, (await generate(local.url, greedy())).response);
-    assert.deepEqual((await ps(split.url)).devices.map((d) => d.name), ['CPU', w1.device, w2.device]);
+    assert.deepEqual((await ps(split.url)).devices.map((d) => d.name), hostThen(w1.device, w2.device));
   });
 
   test('a worker killed mid-answer: that answer ends with an error, the next loads without it', async () => {
@@ -189,7 +211,7 @@ describe('RPC workers', () => {
     const again = await generate(split.url, greedy());
     assert.equal(again.response, (await generate(local.url, greedy())).response);
     const m = await ps(split.url);
-    assert.deepEqual(m.devices.map((d) => d.name), ['CPU', w1.device]);
+    assert.deepEqual(m.devices.map((d) => d.name), hostThen(w1.device));
     assert.match(split.stderr(), new RegExp(`RPC worker ${w2.endpoint} did not answer`));
   });
 });
