@@ -84,6 +84,7 @@ class AbortHook {
         if (colon == std::string::npos || spec.substr(colon + 1) != s.model) return;
         stage_ = spec.substr(0, colon);
         if (stage_ == "load-always") stage_ = "load";
+        else if (stage_ == "start-always") stage_ = "start";
         else if (s.spawn_serial != 1) stage_.clear();
     }
 
@@ -194,6 +195,7 @@ int serve_runner(int fd) {
     const AbortHook hook(s);
     RemoteArbiter   arbiter(link, hook);
     link.send({{"t", msg::hello}, {"protocol", k_protocol_version}, {"pid", int64_t(getpid())}});
+    hook.at("start");
 
     std::unique_ptr<cache::PromptCache> cache;
     if (s.prompt_cache_bytes > 0) cache = std::make_unique<cache::PromptCache>(s.prompt_cache_bytes, memory::process_ledger());

@@ -357,8 +357,12 @@ void RunnerProcess::supervise() {
 
 void RunnerProcess::on_death(std::unique_lock<std::mutex> & lock) {
     std::unique_ptr<Child> c = std::move(child_);
-    const bool             while_loading = c->loading || (!info_ && std::any_of(jobs_.begin(), jobs_.end(),
-                                                              [](const auto & p) { return p.second.started; }));
+    // A runner that never sent its state died starting (a broken build, a library that will
+    // not load): that counts as dying while loading too, or its jobs would start runner
+    // after runner without end.
+    const bool             while_loading = c->loading || !c->reported ||
+                                           (!info_ && std::any_of(jobs_.begin(), jobs_.end(),
+                                                                  [](const auto & p) { return p.second.started; }));
     lock.unlock();
     std::optional<int> status = c->proc.wait(2000);
     if (!status) status = c->proc.kill_and_wait(); // its socket closed, yet it lives on: it goes

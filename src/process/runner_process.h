@@ -7,9 +7,9 @@
 // The child is started on the first job and ends when its model unloads (so its memory goes
 // back to the system). When it dies unexpectedly, every job it had started ends with an error
 // that names how it ended and its last log line; jobs still queued go to a fresh child. A
-// child that dies twice in a row while loading marks the model failed: its requests are
-// answered with that error until the model is created again (another digest) or the server
-// restarts. docs/process.md has the protocol.
+// child that dies twice in a row while loading (or starting) marks the model failed: its
+// requests are answered with that error until the model is created again (another digest) or
+// the server restarts. docs/process.md has the protocol.
 #include "memory/prompt_cache_stats.h"
 #include "process/child_process.h"
 #include "process/ledger_mirror.h"

@@ -3,8 +3,8 @@
 #include "engine/chat_template.h"
 #include "engine/context_factory.h"
 #include "engine/embedder.h"
-#include "engine/model.h"
 #include "engine/kv_cache_type.h"
+#include "engine/model.h"
 #include "engine/prompt_builder.h"
 #include "engine/rpc_workers.h"
 #include "engine/session.h"
@@ -25,12 +25,12 @@ int64_t now_ns() {
                std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The scheduler counts what make_room admitted (a load, an embedding context) as loaded
-// until it has ended, either way.
 // A worker that takes longer than this to answer its first message is down or serving
 // another client (ggml's RPC server takes one at a time).
 constexpr std::chrono::milliseconds k_rpc_probe_timeout{3000};
 
+// The scheduler counts what make_room admitted (a load, an embedding context) as loaded
+// until it has ended, either way.
 struct LoadAdmission {
     LoadArbiter *  arbiter;
     const ModelRunner & runner;

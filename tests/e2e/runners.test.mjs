@@ -141,6 +141,19 @@ describe('runner isolation', () => {
     assert.equal(runnerPids(s)['a:latest'].length, 3);
   });
 
+  // A runner that dies before it ever reports (a broken build, a library that does not load)
+  // counts as dying while loading: before, its queued request started runner after runner.
+  test('a model whose runner dies at every start is marked failed after two, without a third', async () => {
+    const s = await server({ models: TWO, env: { SPECD_TEST_RUNNER_ABORT: 'start-always:a:latest' } });
+    const t0 = Date.now();
+    const r = await generate(s, 'a');
+    assert.equal(r.status, 500, r.text);
+    assert.match(r.body.error, /model 'a:latest' cannot be loaded: .*test abort at start.*twice in a row/);
+    assert.ok(Date.now() - t0 < 30_000);
+    assert.equal(runnerPids(s)['a:latest'].length, 2, 'no third runner was started');
+    assert.equal((await generate(s, 'b')).status, 200);
+  });
+
   test('unloading a model ends its runner process; SIGTERM leaves no runner behind', async () => {
     const s = await server({ models: TWO });
     assert.equal((await generate(s, 'a')).status, 200);
