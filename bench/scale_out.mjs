@@ -61,9 +61,10 @@ async function rpcPart() {
   commands.push(...workers.map((w) => `worker: ${w.commandLine}`));
   const rpc = workers.map((w) => w.endpoint).join(',');
   const split = await startSpecd({ bin: specdBin, modelsDir: store, name: 'medium', target, draft, numCtx: 2048,
-                                   env: { SPECD_RPC: rpc } });
+                                   env: { SPECD_RPC: rpc, SPECD_TENSOR_SPLIT: '1,1' } });
   commands.push(`split: ${split.commandLine}`);
-  rows.push({ engine: 'all layers on 2 workers (fit)', tps: await decodeRuns(split, {}) });
+  // An even split: the model fits one worker, where the fit alone would put all of it.
+  rows.push({ engine: 'all layers on 2 workers (SPECD_TENSOR_SPLIT 1,1)', tps: await decodeRuns(split, {}) });
   const info = (await (await fetch(`${split.url}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'medium' }) })).json()).model_info;
   const layers = Object.entries(info).find(([k]) => k.endsWith('.block_count'))[1];
   const half = Math.floor(layers / 2);

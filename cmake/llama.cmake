@@ -1,4 +1,5 @@
-# Provides the interface targets `specd::llama` (libllama, ggml (CPU), llama-common, mtmd:
+# Provides the interface targets `specd::llama` (libllama, ggml (CPU, RPC, and the GPU
+# backend SPECD_GPU names), llama-common, mtmd:
 # linked by specd_engine alone), and `specd::json` (nlohmann-json, header-only) and
 # `specd::httplib` (cpp-httplib with OpenSSL): the copies vendored in the same llama.cpp tree,
 # for the modules that read JSON or make HTTP requests.
@@ -26,10 +27,30 @@ add_library(specd::json ALIAS specd_json)
 add_library(specd_httplib INTERFACE)
 add_library(specd::httplib ALIAS specd_httplib)
 
+# ggml's GPU backend (README "GPU builds"): cpu (none), vulkan, cuda or metal; each links its
+# own build of the pinned llama.cpp. The presets `vulkan`, `cuda` and `metal` set it and build
+# into folders of their own, so the CPU build stays as it is.
+set(_gpu_default cpu)
+if(DEFINED ENV{SPECD_GPU} AND NOT "$ENV{SPECD_GPU}" STREQUAL "")
+  set(_gpu_default $ENV{SPECD_GPU})
+endif()
+set(SPECD_GPU ${_gpu_default} CACHE STRING "ggml GPU backend: cpu, vulkan, cuda or metal")
+set_property(CACHE SPECD_GPU PROPERTY STRINGS cpu vulkan cuda metal)
+if(NOT SPECD_GPU MATCHES "^(cpu|vulkan|cuda|metal)$")
+  message(FATAL_ERROR "SPECD_GPU must be cpu, vulkan, cuda or metal, not '${SPECD_GPU}'")
+endif()
+
 if(SPECD_LLAMA_DIR)
   set(LLAMA_BUILD_COMMON ON CACHE BOOL "" FORCE)
   set(LLAMA_BUILD_MTMD ON CACHE BOOL "" FORCE)
   set(LLAMA_OPENSSL ON CACHE BOOL "" FORCE)
+  if(SPECD_GPU STREQUAL "vulkan")
+    set(GGML_VULKAN ON CACHE BOOL "" FORCE)
+  elseif(SPECD_GPU STREQUAL "cuda")
+    set(GGML_CUDA ON CACHE BOOL "" FORCE)
+  elseif(SPECD_GPU STREQUAL "metal")
+    set(GGML_METAL ON CACHE BOOL "" FORCE)
+  endif()
   foreach(opt LLAMA_BUILD_TESTS LLAMA_BUILD_TOOLS LLAMA_BUILD_EXAMPLES LLAMA_BUILD_SERVER
               LLAMA_BUILD_APP BUILD_SHARED_LIBS)
     set(${opt} OFF CACHE BOOL "" FORCE)
@@ -66,11 +87,25 @@ if(_openmp)
 else()
   set(_want_config "tls-rpc")
 endif()
+if(SPECD_GPU STREQUAL "cuda")
+  # The architecture list is part of the key (scripts/llama.sh).
+  set(_cuda_arch "86")
+  if(DEFINED ENV{CMAKE_CUDA_ARCHITECTURES} AND NOT "$ENV{CMAKE_CUDA_ARCHITECTURES}" STREQUAL "")
+    set(_cuda_arch $ENV{CMAKE_CUDA_ARCHITECTURES})
+  endif()
+  if(CMAKE_CUDA_ARCHITECTURES)
+    set(_cuda_arch ${CMAKE_CUDA_ARCHITECTURES})
+  endif()
+  string(REGEX REPLACE "[^A-Za-z0-9]" "_" _cuda_key "${_cuda_arch}")
+  string(APPEND _want_config "-cuda${_cuda_key}")
+elseif(NOT SPECD_GPU STREQUAL "cpu")
+  string(APPEND _want_config "-${SPECD_GPU}")
+endif()
 set(_have_config "")
 if(SPECD_LLAMA_PREFIX AND EXISTS ${SPECD_LLAMA_PREFIX}/CONFIG)
   file(STRINGS ${SPECD_LLAMA_PREFIX}/CONFIG _have_config LIMIT_COUNT 1)
 endif()
-if(SPECD_LLAMA_PREFIX AND NOT _have_config STREQUAL _want_config)
+if(SPECD_LLAMA_PREFIX AND (NOT _have_config STREQUAL _want_config OR NOT EXISTS ${SPECD_LLAMA_PREFIX}/SHARED))
   message(STATUS "specd: ${SPECD_LLAMA_PREFIX} was staged without the '${_want_config}' build config; "
                  "using the pinned llama.cpp instead")
   # Both: a normal variable set to "" would hide the cache entry written below.
@@ -84,6 +119,10 @@ if(NOT SPECD_LLAMA_PREFIX)
   else()
     set(_llama_env SPECD_LLAMA_OPENMP=OFF)
   endif()
+  list(APPEND _llama_env SPECD_GPU=${SPECD_GPU})
+  if(SPECD_GPU STREQUAL "cuda")
+    list(APPEND _llama_env CMAKE_CUDA_ARCHITECTURES=${_cuda_arch})
+  endif()
   execute_process(
     COMMAND ${CMAKE_COMMAND} -E env ${_llama_env} bash ${CMAKE_SOURCE_DIR}/scripts/llama.sh build
     OUTPUT_VARIABLE _prefix OUTPUT_STRIP_TRAILING_WHITESPACE
@@ -95,14 +134,24 @@ if(NOT SPECD_LLAMA_PREFIX)
 endif()
 
 set(_p ${SPECD_LLAMA_PREFIX})
-if(NOT EXISTS ${_p}/.specd-ok)
+if(NOT EXISTS ${_p}/.specd-ok OR NOT EXISTS ${_p}/SHARED)
   message(FATAL_ERROR "${_p} is not a complete llama.cpp prefix; run scripts/llama.sh build")
 endif()
+# Headers, vendored code and models: one folder per pin, shared by every variant.
+file(STRINGS ${_p}/SHARED _s LIMIT_COUNT 1)
 
 # Static archives in link order: dependants before dependencies. cpp-httplib is a target of
 # its own (specd::httplib, after the group: llama-common's downloads use it too), so that a
 # module linking only it gets OpenSSL after it on the link line.
-set(_libs llama-common llama-common-base mtmd llama ggml ggml-cpu ggml-rpc ggml-base vendor-hash)
+set(_gpu_libs "")
+if(SPECD_GPU STREQUAL "vulkan")
+  set(_gpu_libs ggml-vulkan)
+elseif(SPECD_GPU STREQUAL "cuda")
+  set(_gpu_libs ggml-cuda)
+elseif(SPECD_GPU STREQUAL "metal")
+  set(_gpu_libs ggml-metal ggml-blas)
+endif()
+set(_libs llama-common llama-common-base mtmd llama ggml ggml-cpu ${_gpu_libs} ggml-rpc ggml-base vendor-hash)
 foreach(lib ${_libs} cpp-httplib)
   add_library(specd_llama_${lib} STATIC IMPORTED)
   set_target_properties(specd_llama_${lib} PROPERTIES IMPORTED_LOCATION ${_p}/lib/lib${lib}.a)
@@ -116,12 +165,26 @@ if(_openmp)
   find_package(OpenMP REQUIRED)
   target_link_libraries(specd_llama INTERFACE OpenMP::OpenMP_CXX)
 endif()
+# What each GPU backend's static archive needs at link time (ggml links the same upstream).
+if(SPECD_GPU STREQUAL "vulkan")
+  find_package(Vulkan REQUIRED)
+  target_link_libraries(specd_llama INTERFACE Vulkan::Vulkan)
+elseif(SPECD_GPU STREQUAL "cuda")
+  find_package(CUDAToolkit REQUIRED)
+  target_link_libraries(specd_llama INTERFACE CUDA::cudart CUDA::cublas CUDA::cublasLt CUDA::cuda_driver)
+elseif(SPECD_GPU STREQUAL "metal")
+  find_library(_foundation Foundation REQUIRED)
+  find_library(_metal Metal REQUIRED)
+  find_library(_metalkit MetalKit REQUIRED)
+  find_library(_accelerate Accelerate REQUIRED)
+  target_link_libraries(specd_llama INTERFACE ${_foundation} ${_metal} ${_metalkit} ${_accelerate})
+endif()
 target_compile_definitions(specd_llama INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT)
 target_include_directories(specd_llama SYSTEM INTERFACE
-  ${_p}/include ${_p}/include/common ${_p}/include/mtmd ${_p}/vendor ${_p}/vendor/cpp-httplib)
-target_include_directories(specd_json SYSTEM INTERFACE ${_p}/vendor)
+  ${_s}/include ${_s}/include/common ${_s}/include/mtmd ${_s}/vendor ${_s}/vendor/cpp-httplib)
+target_include_directories(specd_json SYSTEM INTERFACE ${_s}/vendor)
 target_link_libraries(specd_httplib INTERFACE specd_llama_cpp-httplib OpenSSL::SSL OpenSSL::Crypto Threads::Threads)
 target_compile_definitions(specd_httplib INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT)
-target_include_directories(specd_httplib SYSTEM INTERFACE ${_p}/vendor/cpp-httplib)
-set(SPECD_LLAMA_MODELS ${_p}/models)
+target_include_directories(specd_httplib SYSTEM INTERFACE ${_s}/vendor/cpp-httplib)
+set(SPECD_LLAMA_MODELS ${_s}/models)
 set(SPECD_LLAMA_RPC_SERVER ${_p}/bin/rpc-server)

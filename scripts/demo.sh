@@ -4,21 +4,28 @@
 # has random weights: it shows the server at work (speculation with a draft model, a JSON
 # schema enforced, an image, the dashboard), not a model talking sense. Stop with Ctrl-C.
 # Every example it prints is run by tests/e2e/demo.test.mjs (which sets
-# SPECD_DEMO_SKIP_BUILD=1: the test run has built already).
+# SPECD_DEMO_SKIP_BUILD=1: the test run has built already). SPECD_GPU=vulkan|cuda|metal
+# builds and serves that GPU build instead (scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+gpu="${SPECD_GPU:-cpu}"
+case "$gpu" in
+  cpu) preset=release; bin=build/bin ;;
+  vulkan|cuda|metal) preset=$gpu; bin=build-$gpu/bin ;;
+  *) echo "scripts/demo.sh: unknown SPECD_GPU '$gpu' (cpu, vulkan, cuda, metal)" >&2; exit 2 ;;
+esac
 if [ "${SPECD_DEMO_SKIP_BUILD:-0}" != 1 ]; then
-  bash scripts/setup.sh
-  cmake --preset release >/dev/null
-  cmake --build --preset release --target specd specd-testmodel
+  if [ "$(uname -s)" = Linux ]; then SPECD_GPU=$gpu bash scripts/setup.sh; fi
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" --target specd specd-testmodel
 fi
 
 models_src="$(bash scripts/llama.sh source)/models"
 demo_dir="${SPECD_DEMO_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specd/demo}"
 mkdir -p "$demo_dir"
 demo_dir=$(cd "$demo_dir" && pwd)
-tool=build/bin/specd-testmodel
+tool=$bin/specd-testmodel
 # A target (13 layers, 120 MB) and a one-layer Q8_0 draft (19 MB) that agrees with it on most
 # greedy choices, so that speculation pays; a gemma3-type vision projector for the target, and
 # a picture to send it. Generated once (about 15 seconds).
@@ -37,7 +44,7 @@ FROM ./demo-mmproj.gguf
 DRAFT ./demo-draft.gguf
 PARAMETER num_predict 64
 MODELFILE
-build/bin/specd create demo -f "$demo_dir/Modelfile" >/dev/null
+"$bin/specd" create demo -f "$demo_dir/Modelfile" >/dev/null
 
 host="${SPECD_HOST:-${OLLAMA_HOST:-127.0.0.1:11434}}"
 host="${host#http://}"
@@ -71,7 +78,7 @@ An image:
   curl $url/api/generate -d "{\"model\": \"demo\", \"prompt\": \"What is in this picture?\", \"images\": [\"\$(base64 -w0 '$demo_dir/demo.bmp')\"], \"stream\": false}"
 
 The command line:
-  build/bin/specd run --host $host demo "hello"
+  $bin/specd run --host $host demo "hello"
 
 What ran: loaded models (threads, memory by bucket), and the speculation counters:
   curl $url/api/ps
@@ -81,4 +88,4 @@ The dashboard (tokens/s, acceptance and depth, memory, the scheduler, live):
   $url/ui
 
 MSG
-exec build/bin/specd serve --host "$host"
+exec "$bin/specd" serve --host "$host"

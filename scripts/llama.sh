@@ -28,11 +28,45 @@ case "$openmp" in
   OFF) BUILD_CONFIG="tls-rpc" ;;
   *) echo "[llama.sh] SPECD_LLAMA_OPENMP must be ON or OFF, not '$openmp'" >&2; exit 2 ;;
 esac
+# SPECD_GPU chooses ggml's GPU backend beside the CPU (README "GPU builds"); each is a key of
+# its own ("tls-rpc-vulkan", "tls-rpc-cuda86"). CUDA builds for CMAKE_CUDA_ARCHITECTURES
+# (default 86: sm_86 code plus PTX that newer GPUs compile at load), which is part of the key.
+gpu="${SPECD_GPU:-cpu}"
+gpu_flags=()
+gpu_targets=()
+case "$gpu" in
+  cpu) ;;
+  vulkan)
+    BUILD_CONFIG="$BUILD_CONFIG-vulkan"
+    gpu_flags=(-DGGML_VULKAN=ON)
+    gpu_targets=(ggml-vulkan) ;;
+  cuda)
+    cuda_arch="${CMAKE_CUDA_ARCHITECTURES:-86}"
+    BUILD_CONFIG="$BUILD_CONFIG-cuda$(echo "$cuda_arch" | tr -c 'A-Za-z0-9\n' '_')"
+    gpu_flags=(-DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$cuda_arch")
+    if [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/nvcc" ]; then
+      gpu_flags+=("-DCMAKE_CUDA_COMPILER=$CUDA_HOME/bin/nvcc")
+    fi
+    gpu_targets=(ggml-cuda) ;;
+  metal)
+    BUILD_CONFIG="$BUILD_CONFIG-metal"
+    gpu_flags=(-DGGML_METAL=ON -DGGML_METAL_EMBED_LIBRARY=ON -DGGML_BLAS=ON)
+    gpu_targets=(ggml-metal ggml-blas) ;;
+  *) echo "[llama.sh] SPECD_GPU must be cpu, vulkan, cuda or metal, not '$gpu'" >&2; exit 2 ;;
+esac
 key="llama-${LLAMA_COMMIT}-${BUILD_CONFIG}"
 src_dir="$cache_root/llama-${LLAMA_COMMIT}/src"
+# The public headers, models and vendored code depend on the pin alone: staged once and shared
+# by every build variant, so specd's compile lines are the same whichever variant it links.
+shared_dir="$cache_root/llama-${LLAMA_COMMIT}/shared"
 build_dir="$cache_root/$key/build"
 prefix="$cache_root/$key/prefix"
 jobs="${SPECD_JOBS:-$(nproc)}"
+# ggml compiles through ccache when it is installed (GGML_CCACHE, on by default). Every build
+# directory sits two levels below the cache root and compiles the one shared source tree, so
+# relative to the root the variants' compile lines match and share the cache.
+export CCACHE_BASEDIR="$cache_root"
+export CCACHE_NOHASHDIR=1
 
 log() { echo "[llama.sh] $*" >&2; }
 
@@ -64,14 +98,34 @@ fetch_source() {
   touch "$src_dir/.specd-ok"
 }
 
+# Build-time compatibility patches (scripts/patches/*.patch), applied once to the fetched tree.
+# Each is guarded by preprocessor checks, so it changes nothing where it is not needed:
+#   ggml-vulkan-old-headers.patch: Debian 12's Vulkan headers (1.3.239) predate
+#   VK_EXT_layer_settings, which ggml-vulkan uses only to configure the validation layer.
+apply_patches() {
+  local p name
+  for p in "$here"/patches/*.patch; do
+    [ -e "$p" ] || continue
+    name="$(basename "$p")"
+    [ -f "$src_dir/.specd-patch-$name" ] && continue
+    if git -C "$src_dir" apply --check "$p" 2>/dev/null; then
+      git -C "$src_dir" apply "$p"
+    elif ! git -C "$src_dir" apply --check --reverse "$p" 2>/dev/null; then
+      log "patch $name does not apply to the pinned tree"
+      exit 1
+    fi
+    touch "$src_dir/.specd-patch-$name"
+  done
+}
+
 build_libs() {
-  if [ -f "$prefix/.specd-ok" ]; then return; fi
+  if [ -f "$prefix/.specd-ok" ] && [ -f "$prefix/SHARED" ]; then return; fi
   # Two configures at once (two build dirs, or setup.sh beside cmake) would share one build
   # dir; the second waits and then finds the prefix complete.
   mkdir -p "$cache_root"
   exec 9>"$cache_root/$key.lock"
   flock 9
-  if [ -f "$prefix/.specd-ok" ]; then return; fi
+  if [ -f "$prefix/.specd-ok" ] && [ -f "$prefix/SHARED" ]; then return; fi
   log "building llama.cpp libraries into $prefix (one time, several minutes)"
   cmake -S "$src_dir" -B "$build_dir" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release \
@@ -81,11 +135,11 @@ build_libs() {
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_MTMD=ON -DLLAMA_OPENSSL=ON \
-    -DGGML_NATIVE=ON -DGGML_OPENMP="$openmp" -DGGML_RPC=ON \
+    -DGGML_NATIVE=ON -DGGML_OPENMP="$openmp" -DGGML_RPC=ON "${gpu_flags[@]}" \
     -DCMAKE_INSTALL_PREFIX="$prefix" >&2
   # Tools are configured only for llama.cpp's own RPC worker (ggml-rpc-server), which the tests
   # run beside `specd worker`; no other tool is built.
-  cmake --build "$build_dir" -j "$jobs" --target llama ggml ggml-base ggml-cpu ggml-rpc llama-common llama-common-base mtmd cpp-httplib ggml-rpc-server >&2
+  cmake --build "$build_dir" -j "$jobs" --target llama ggml ggml-base ggml-cpu ggml-rpc llama-common llama-common-base mtmd cpp-httplib ggml-rpc-server "${gpu_targets[@]}" >&2
   # find_package(OpenSSL) failing only warns upstream and builds cpp-httplib without TLS.
   if ! grep -q 'CPPHTTPLIB_OPENSSL_SUPPORT' "$build_dir/build.ninja"; then
     log "cpp-httplib was built without OpenSSL: install the OpenSSL headers (libssl-dev)"
@@ -95,24 +149,32 @@ build_libs() {
   touch "$prefix/.specd-ok"
 }
 
-# Copies the static libraries and the public headers specd includes into one prefix, since
-# llama.cpp's install step exports neither llama-common nor mtmd.
+# Copies the static libraries into the variant's prefix and, once per pin, the public headers
+# specd includes (llama.cpp's install step exports neither llama-common nor mtmd), the vendored
+# code and the vocab-only models into the shared folder; prefix/SHARED names that folder.
 stage_prefix() {
+  stage_shared
   rm -rf "$prefix"
-  mkdir -p "$prefix/lib" "$prefix/include/common" "$prefix/include/mtmd" "$prefix/bin"
+  mkdir -p "$prefix/lib" "$prefix/bin"
   find "$build_dir" -name '*.a' -exec cp {} "$prefix/lib/" \;
   cp "$build_dir/bin/ggml-rpc-server" "$prefix/bin/rpc-server"
-  cp "$src_dir"/include/*.h "$prefix/include/"
-  cp "$src_dir"/ggml/include/*.h "$prefix/include/"
-  (cd "$src_dir/common" && find . \( -name '*.h' -o -name '*.hpp' \) -exec cp --parents {} "$prefix/include/common/" \;)
-  cp "$src_dir"/tools/mtmd/*.h "$prefix/include/mtmd/"
-  mkdir -p "$prefix/vendor"
-  cp -r "$src_dir/vendor/." "$prefix/vendor/"
-  mkdir -p "$prefix/models"
-  cp "$src_dir"/models/ggml-vocab-*.gguf "$prefix/models/"
-  cp -r "$src_dir/models/templates" "$prefix/models/templates"
+  echo "$shared_dir" > "$prefix/SHARED"
   echo "$LLAMA_COMMIT" > "$prefix/COMMIT"
   echo "$BUILD_CONFIG" > "$prefix/CONFIG"
+}
+
+stage_shared() {
+  if [ -f "$shared_dir/.specd-ok" ]; then return; fi
+  rm -rf "$shared_dir"
+  mkdir -p "$shared_dir/include/common" "$shared_dir/include/mtmd" "$shared_dir/vendor" "$shared_dir/models"
+  cp "$src_dir"/include/*.h "$shared_dir/include/"
+  cp "$src_dir"/ggml/include/*.h "$shared_dir/include/"
+  (cd "$src_dir/common" && find . \( -name '*.h' -o -name '*.hpp' \) -exec cp --parents {} "$shared_dir/include/common/" \;)
+  cp "$src_dir"/tools/mtmd/*.h "$shared_dir/include/mtmd/"
+  cp -r "$src_dir/vendor/." "$shared_dir/vendor/"
+  cp "$src_dir"/models/ggml-vocab-*.gguf "$shared_dir/models/"
+  cp -r "$src_dir/models/templates" "$shared_dir/models/templates"
+  touch "$shared_dir/.specd-ok"
 }
 
 # llama-server from the same tree, only for the benchmarks' side-by-side runs, built as its
@@ -140,7 +202,7 @@ build_server() {
 
 case "${1:-build}" in
   source) fetch_source; echo "$src_dir" ;;
-  build)  fetch_source; build_libs; echo "$prefix" ;;
+  build)  fetch_source; apply_patches; build_libs; echo "$prefix" ;;
   server) fetch_source; build_server ;;
   *) echo "usage: $0 [source|build|server]" >&2; exit 2 ;;
 esac

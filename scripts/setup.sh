@@ -11,8 +11,16 @@ set -euo pipefail
 # tmux: the e2e tests type into the interactive mode through a terminal (cli_terminal).
 # libjemalloc2: a test runs the allocator report under a preloaded jemalloc (docs/memory.md).
 # haproxy: the replicas test runs deploy/haproxy.cfg in front of three servers (docs/deploy.md).
+# ccache: llama.cpp's build variants (SPECD_GPU) and specd's build folders share compiled objects.
 packages=(cmake ninja-build g++ git ca-certificates openssl libssl-dev libboost-dev libgtest-dev libcli11-dev
-          libreadline-dev tmux libjemalloc2 haproxy nodejs npm curl "$@")
+          libreadline-dev tmux libjemalloc2 haproxy nodejs npm curl ccache "$@")
+# SPECD_GPU=vulkan: ggml's Vulkan backend needs the loader's headers, the shader compilers and
+# SPIR-V headers (its configure fails without them); Mesa's drivers include lavapipe, which
+# runs Vulkan on the CPU where there is no GPU (the tests). CUDA's toolkit is not a Debian
+# package of the version ggml needs: SPECD_GPU=cuda expects nvcc under CUDA_HOME or on PATH.
+case "${SPECD_GPU:-cpu}" in
+  vulkan) packages+=(libvulkan-dev glslc spirv-headers glslang-tools mesa-vulkan-drivers) ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

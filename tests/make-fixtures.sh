@@ -11,6 +11,8 @@
 #   tiny.gguf                       phi-3 vocab (32064 tokens, has a chat template); the main model
 #   tiny-spm.gguf                   llama-spm vocab (32000 tokens, no chat template)
 #   tiny-longctx.gguf               tiny.gguf trained (by its header) for 2^24 tokens of context
+#   deep.gguf                       8 wide layers (f16) that outweigh its embeddings and output:
+#                                   partial GPU offload by memory (tests/e2e/gpu_offload)
 #   pair-draft.gguf, pair-target.gguf
 #                                   phi-3 vocab; greedy choices agree on ~80% of positions
 #   pair-low-draft.gguf, pair-low-target.gguf
@@ -104,6 +106,7 @@ spm="$models/ggml-vocab-llama-spm.gguf"
 fixture tiny "tiny.gguf" --vocab "$phi3" --out "$out/tiny.gguf" --seed 1
 fixture tiny-spm "tiny-spm.gguf" --vocab "$spm" --out "$out/tiny-spm.gguf" --seed 1
 fixture tiny-longctx "tiny-longctx.gguf" --vocab "$phi3" --out "$out/tiny-longctx.gguf" --seed 1 --n-ctx-train 16777216
+fixture deep "deep.gguf" --vocab "$phi3" --out "$out/deep.gguf" --seed 4 --n-embd 128 --n-ff 2048 --n-layer 8 --quantize f16
 pair_args=(pair --vocab "$phi3" --agreement 0.8 --seed 2)
 fixture pair "pair-draft.gguf pair-target.gguf" \
   "${pair_args[@]}" --draft "$out/pair-draft.gguf" --target "$out/pair-target.gguf"

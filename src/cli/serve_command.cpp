@@ -147,7 +147,9 @@ int cmd_serve(const ServeOptions & o) {
         // Checked here, where a bad value is a usage error; every context reads it again.
         const engine::KvCacheType kv = engine::parse_kv_cache_type(setting("KV_CACHE_TYPE"), setting("FLASH_ATTENTION"));
         if (kv.type != GGML_TYPE_F16) std::fprintf(stderr, "specd: KV cache %s\n", kv.name());
-        engine::fit_margin_bytes(); // SPECD_GPU_OVERHEAD: a size, or a usage error now
+        engine::fit_margin_bytes();   // SPECD_GPU_OVERHEAD: a size, or a usage error now
+        engine::device_memory_cap();  // SPECD_GPU_MEMORY: the same
+        engine::fixed_tensor_split(); // SPECD_TENSOR_SPLIT: proportions, or a usage error now
         sched.default_keep_alive = default_keep_alive();
         // Loaded models may use most of the machine's memory; the rest is left to the system.
         if (sched.memory_budget == 0) sched.memory_budget = scheduler::physical_memory_bytes() / 10 * 9;

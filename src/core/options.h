@@ -34,9 +34,12 @@ struct ContextOptions {
     int32_t num_thread = 0; // 0: measured at load
     // Unset: the engine decides (engine::maps_weights); set: the request's use_mmap.
     std::optional<bool> use_mmap;
-    // Ollama's num_gpu: layers to offload to the devices besides the CPU (RPC workers); unset
-    // or -1: as many as fit. Without such devices every layer stays on the CPU either way.
+    // Ollama's num_gpu: layers to offload to the devices besides the CPU (GPUs, RPC workers);
+    // unset or -1: as many as fit. Without such devices every layer stays on the CPU either way.
     std::optional<int32_t> num_gpu;
+    // Ollama's main_gpu: the offload device (its index among them) a model goes to when it fits
+    // on one; unset: the one with the most free memory. A model that fits on none is spread.
+    std::optional<int32_t> main_gpu;
 
     bool operator==(const ContextOptions &) const = default;
 };

@@ -1,6 +1,8 @@
 #pragma once
 // The compute devices ggml finds in this process (the CPU, and GPUs in a GPU build), as
 // `specd serve` names them when it starts, the way Ollama logs its "inference compute".
+#include <ggml-backend.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,5 +18,9 @@ struct DeviceInfo {
 };
 
 std::vector<DeviceInfo> local_devices();
+
+// This machine's devices that layers can be offloaded to (GPUs, integrated GPUs), in ggml's
+// order; empty in a CPU build.
+std::vector<ggml_backend_dev_t> local_offload_devices();
 
 } // namespace specd::engine

@@ -13,9 +13,9 @@ namespace specd::prepare {
 namespace {
 
 // Ollama options that steer GPU placement or memory locking and that specd does not use
-// (num_gpu is read below): accepting them changes no output.
+// (num_gpu and main_gpu are read below): accepting them changes no output.
 const std::set<std::string> k_placement_options = {
-    "main_gpu", "low_vram", "f16_kv", "use_mlock", "numa", "vocab_only", "logits_all",
+    "low_vram", "f16_kv", "use_mlock", "numa", "vocab_only", "logits_all",
 };
 
 std::string format_bound(double v) {
@@ -50,6 +50,15 @@ void apply_options(const models::Parameters & model_params, const json & request
             }
             const auto n = value.get<int32_t>();
             req.context.num_gpu = n < 0 ? std::nullopt : std::optional<int32_t>(n);
+            continue;
+        }
+        if (key == "main_gpu") {
+            // An index among the offload devices; past the last one is refused at load, where
+            // the devices are known.
+            if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > 1024) {
+                throw bad_request("option main_gpu must be an integer from 0 to 1024");
+            }
+            req.context.main_gpu = value.get<int32_t>();
             continue;
         }
         if (k_placement_options.count(key)) continue;

@@ -116,13 +116,22 @@ class RemoteArbiter final : public scheduler::LoadArbiter {
         }
         link_.send({{"t", msg::make_room}, {"rid", id}, {"bytes", bytes}});
         const json a = answer.get();
-        if (a.value("ok", false)) return a.at("free").get<uint64_t>();
+        if (a.value("ok", false)) {
+            std::lock_guard lock(mu_);
+            device_held_ = a.value("device_held", std::map<std::string, uint64_t>{});
+            return a.at("free").get<uint64_t>();
+        }
         const int kind = a.value("kind", int(ErrorKind::internal));
         throw Error(kind >= 0 && kind <= int(ErrorKind::internal) ? ErrorKind(kind) : ErrorKind::internal,
                     a.value("message", std::string("no room for the model")));
     }
 
     void end_load(const scheduler::ModelRunner &) override { link_.send({{"t", msg::end_load}}); }
+
+    std::map<std::string, uint64_t> device_held(const scheduler::ModelRunner &) override {
+        std::lock_guard lock(mu_);
+        return device_held_;
+    }
 
     // The server's answer to make_room `rid` (reader thread).
     void answer(const json & head) {
@@ -148,6 +157,7 @@ class RemoteArbiter final : public scheduler::LoadArbiter {
     std::mutex                            mu_;
     uint64_t                              next_ = 0;
     std::map<uint64_t, std::promise<json>> pending_;
+    std::map<std::string, uint64_t>        device_held_; // from the last make_room answer
 };
 
 // What the server mirrors of this runner: /api/ps's view of the model, the budget's numbers,

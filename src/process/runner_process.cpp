@@ -311,6 +311,7 @@ void RunnerProcess::answer_make_room(Child & c, const json & head) {
         }
         const uint64_t bytes = head.at("bytes").get<uint64_t>();
         answer["free"]       = cfg_.arbiter ? cfg_.arbiter->make_room(*this, bytes) : UINT64_MAX;
+        answer["device_held"] = cfg_.arbiter ? json(cfg_.arbiter->device_held(*this)) : json::object();
         answer["ok"]         = true;
     } catch (const Error & e) {
         answer["ok"]      = false;

@@ -439,7 +439,8 @@ json context_to_json(const ContextOptions & c) {
             {"num_batch", c.num_batch},
             {"num_thread", c.num_thread},
             {"use_mmap", opt_to_json(c.use_mmap, [](bool b) { return b; })},
-            {"num_gpu", opt_to_json(c.num_gpu, [](int32_t n) { return n; })}};
+            {"num_gpu", opt_to_json(c.num_gpu, [](int32_t n) { return n; })},
+            {"main_gpu", opt_to_json(c.main_gpu, [](int32_t n) { return n; })}};
 }
 
 ContextOptions context_from_json(const json & j) {
@@ -449,6 +450,7 @@ ContextOptions context_from_json(const json & j) {
     c.num_thread = int_field<int32_t>(j, "num_thread");
     c.use_mmap   = opt_field(j, "use_mmap", as_bool);
     c.num_gpu    = opt_field(j, "num_gpu", as_int<int32_t>);
+    c.main_gpu   = opt_field(j, "main_gpu", as_int<int32_t>);
     return c;
 }
 

@@ -2,6 +2,7 @@
 
 #include "engine/chat_template.h"
 #include "engine/context_factory.h"
+#include "engine/devices.h"
 #include "engine/embedder.h"
 #include "engine/kv_cache_type.h"
 #include "engine/model.h"
@@ -39,15 +40,20 @@ struct LoadAdmission {
     }
 };
 
-// The offload devices a load may use: the configured RPC workers that answer now, and what
-// the fit needs to know about the context the model will get.
-engine::PlacementRequest offload_placement(const ContextOptions & context, int n_seq) {
+// The offload devices a load may use: this machine's GPUs, then the configured RPC workers
+// that answer now; and what the fit needs to know about the context the model will get.
+engine::PlacementRequest offload_placement(const ContextOptions & context, const LoadEstimate & est, int n_seq) {
     engine::PlacementRequest p;
-    p.num_gpu = context.num_gpu;
-    const std::vector<RpcEndpoint> endpoints = engine::configured_rpc_endpoints();
-    if (endpoints.empty()) return p;
-    p.devices = engine::rpc_devices(engine::probe_rpc_workers(endpoints, k_rpc_probe_timeout));
-    p.context = engine::sequences_params(uint32_t(std::max(1, context.num_ctx)), n_seq, context.num_batch);
+    p.num_gpu  = context.num_gpu;
+    p.main_gpu = context.main_gpu;
+    p.devices  = engine::local_offload_devices();
+    if (const std::vector<RpcEndpoint> endpoints = engine::configured_rpc_endpoints(); !endpoints.empty()) {
+        const auto workers = engine::rpc_devices(engine::probe_rpc_workers(endpoints, k_rpc_probe_timeout));
+        p.devices.insert(p.devices.end(), workers.begin(), workers.end());
+    }
+    // The context the session will create (engine::Session): its compute buffer is part of the fit.
+    const int32_t n_ctx = std::max(1, est.n_ctx);
+    p.context = engine::sequences_params(uint32_t(n_ctx), n_seq, engine::batch_tokens(context.num_batch, n_ctx, n_seq));
     return p;
 }
 
@@ -59,7 +65,8 @@ ModelInstance::~ModelInstance() { unload(); }
 
 bool ModelInstance::has_model(const GenerateRequest & req, const ContextOptions & context) const {
     return model_ && loaded_digest_ == req.model.digest && model_->load_options().use_mmap == engine::maps_weights(context.use_mmap) &&
-           model_->load_options().placement.num_gpu == context.num_gpu;
+           model_->load_options().placement.num_gpu == context.num_gpu &&
+           model_->load_options().placement.main_gpu == context.main_gpu;
 }
 
 bool ModelInstance::needs_load(const GenerateRequest & req, const ContextOptions & context) const {
@@ -89,7 +96,8 @@ std::optional<LoadedInfo> ModelInstance::ensure_loaded(const GenerateRequest & r
         // The draft stays on the host: it decodes one token at a time, where a round trip
         // to a worker costs more than its layers.
         const engine::ModelLoadOptions draft_opts = load_opts;
-        load_opts.placement = offload_placement(context, n_seq_);
+        load_opts.placement = offload_placement(context, est, n_seq_);
+        if (cfg_.arbiter) load_opts.placement.held = cfg_.arbiter->device_held(runner_);
         model_         = engine::Model::load(req.model.gguf, load_opts);
         draft_         = req.model.draft ? engine::Model::load(*req.model.draft, draft_opts) : nullptr;
         const int32_t threads = context.num_thread > 0 ? context.num_thread

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,10 @@ class LoadArbiter {
     // The load admitted by make_room has ended: the model is loaded (and counts as such) or
     // failed. Harmless when none was admitted.
     virtual void end_load(const ModelRunner & requester) = 0;
+    // The bytes the other loaded models hold on each offload device, by ggml's device name, as
+    // of the last make_room: under a device budget (SPECD_GPU_MEMORY) the fit places a new
+    // model in what they leave.
+    virtual std::map<std::string, uint64_t> device_held(const ModelRunner & requester) = 0;
 };
 
 struct LoadedInfo {

@@ -1,5 +1,8 @@
 #include "scheduler/scheduler.h"
 
+#include "engine/devices.h"
+#include "engine/layer_placement.h"
+#include "memory/ledger.h"
 #include "metrics/registry.h"
 
 #include <algorithm>
@@ -13,6 +16,24 @@ std::string gib(uint64_t bytes) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1ull << 30));
     return buf;
+}
+
+// The bytes one model owner holds on each device off the host.
+std::map<std::string, uint64_t> owner_device_bytes(const memory::LedgerSnapshot & ledger, uint64_t owner) {
+    std::map<std::string, uint64_t> out;
+    for (const auto & r : ledger.reservations) {
+        if (!r.device.empty() && r.owner.id == owner) out[r.device] += r.bytes;
+    }
+    return out;
+}
+
+// Under a device budget, whether some offload device (this machine's, or one a loaded model
+// uses) has room for `bytes` beside what the others hold there.
+bool fits_a_device(const std::map<std::string, uint64_t> & held, uint64_t cap, uint64_t bytes) {
+    std::map<std::string, uint64_t> devices = held;
+    for (ggml_backend_dev_t d : engine::local_offload_devices()) devices.emplace(ggml_backend_dev_name(d), 0);
+    if (devices.empty()) return true; // nothing to offload to: the host budget decides
+    return std::any_of(devices.begin(), devices.end(), [&](const auto & d) { return d.second + bytes <= cap; });
 }
 
 } // namespace
@@ -61,13 +82,18 @@ uint64_t Scheduler::make_room(const ModelRunner & requester, uint64_t bytes) {
                           " (SPECD_MAX_MEMORY); a smaller num_ctx or num_batch, or fewer parallel sequences, need less");
     }
     const size_t max_loaded = cfg_.max_loaded_models;
+    // SPECD_GPU_MEMORY: each offload device's budget. As Ollama, a model that would fit whole
+    // on a device if idle models left it takes their place there.
+    const std::optional<uint64_t> device_cap = engine::device_memory_cap();
     for (;;) {
         std::vector<std::shared_ptr<ModelRunner>> idle;
+        std::vector<std::shared_ptr<ModelRunner>> idle_on_devices;
         {
             // Loads admitted earlier and still running count as loaded: the decision and the
             // admission are one step under mu_, so two loads never take the same room.
             std::lock_guard lock(mu_);
             if (stopping_) throw Error(ErrorKind::busy, "server is shutting down");
+            const memory::LedgerSnapshot ledger = memory::process_ledger().snapshot();
             uint64_t used   = 0;
             size_t   loaded = 0;
             for (const auto & [name, r] : runners_) {
@@ -75,9 +101,12 @@ uint64_t Scheduler::make_room(const ModelRunner & requester, uint64_t bytes) {
                 const auto pending = loading_.find(r.get());
                 if (pending != loading_.end()) {
                     used += std::max(pending->second, r->footprint());
-                } else if (r->loaded()) {
+                } else if (const auto info = r->loaded()) {
                     used += r->footprint();
-                    if (r->idle()) idle.push_back(r);
+                    if (r->idle()) {
+                        idle.push_back(r);
+                        if (device_cap && !owner_device_bytes(ledger, info->memory_owner).empty()) idle_on_devices.push_back(r);
+                    }
                 } else {
                     continue;
                 }
@@ -85,10 +114,13 @@ uint64_t Scheduler::make_room(const ModelRunner & requester, uint64_t bytes) {
             }
             const bool fits_memory = used + bytes <= budget;
             const bool fits_count  = max_loaded == 0 || loaded < max_loaded;
-            if (fits_memory && fits_count) {
+            const bool fits_device = !device_cap || idle_on_devices.empty() ||
+                                     fits_a_device(held_by_others(ledger, requester), *device_cap, bytes);
+            if (fits_memory && fits_count && fits_device) {
                 loading_[&requester] = bytes;
                 return budget - used;
             }
+            if (fits_memory && fits_count) idle = std::move(idle_on_devices); // room on a device is what is missing
             if (idle.empty()) {
                 if (!fits_count) {
                     throw Error(ErrorKind::busy, "server busy: " + std::to_string(loaded) +
@@ -107,6 +139,20 @@ uint64_t Scheduler::make_room(const ModelRunner & requester, uint64_t bytes) {
         });
         if ((*lru)->unload_if_idle()) metrics::server_metrics().model_evictions_total.add();
     }
+}
+
+std::map<std::string, uint64_t> Scheduler::held_by_others(const memory::LedgerSnapshot & ledger,
+                                                           const ModelRunner &           requester) const {
+    const auto                      own = requester.loaded();
+    std::map<std::string, uint64_t> out;
+    for (const auto & r : ledger.reservations) {
+        if (!r.device.empty() && !(own && r.owner.id == own->memory_owner)) out[r.device] += r.bytes;
+    }
+    return out;
+}
+
+std::map<std::string, uint64_t> Scheduler::device_held(const ModelRunner & requester) {
+    return held_by_others(memory::process_ledger().snapshot(), requester);
 }
 
 void Scheduler::end_load(const ModelRunner & requester) {

@@ -3,6 +3,7 @@
 // keeps the loaded models within a memory budget: a model that needs room unloads the least
 // recently used idle ones.
 #include "engine/session.h"
+#include "memory/ledger.h"
 #include "scheduler/runner.h"
 
 #include <map>
@@ -43,6 +44,10 @@ class Scheduler final : private LoadArbiter {
   private:
     uint64_t make_room(const ModelRunner & requester, uint64_t bytes) override;
     void     end_load(const ModelRunner & requester) override;
+    std::map<std::string, uint64_t> device_held(const ModelRunner & requester) override;
+
+    // What every model but the requester holds on each device (ledger reservations off the host).
+    std::map<std::string, uint64_t> held_by_others(const memory::LedgerSnapshot & ledger, const ModelRunner & requester) const;
 
     SchedulerConfig                                cfg_;
     cache::PromptCache *                                cache_;

@@ -89,7 +89,9 @@ describe('RPC workers', () => {
     if (!upstream) console.log('SPECD_RPC_SERVER is not set: two specd workers instead of one and an rpc-server');
     w2 = await startWorker({ llama: Boolean(upstream) });
     local = await startServer();
-    split = await startServer({ env: { SPECD_RPC: `${w1.endpoint},${w2.endpoint}` } });
+    // An even split: the tiny model fits one worker, where the fit alone puts all of it
+    // (tested at the end).
+    split = await startServer({ env: { SPECD_RPC: `${w1.endpoint},${w2.endpoint}`, SPECD_TENSOR_SPLIT: '1,1' } });
   });
 
   after(async () => {
@@ -229,6 +231,18 @@ describe('RPC settings', () => {
     const malformed = await runCli(['serve', '--rpc', '127.0.0.1'], { env, timeoutMs: 10_000 });
     assert.equal(malformed.code, 2);
     assert.match(malformed.stderr, /host:port/);
+  });
+
+  test('a tensor split or a device budget that is not one stops the server at start', async () => {
+    const env = { SPECD_HOST: `127.0.0.1:${await freePort()}` };
+    for (const split of ['0,0', '1,,1', 'half']) {
+      const r = await runCli(['serve'], { env: { ...env, SPECD_TENSOR_SPLIT: split }, timeoutMs: 10_000 });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /SPECD_TENSOR_SPLIT/);
+    }
+    const r = await runCli(['serve'], { env: { ...env, SPECD_GPU_MEMORY: 'lots' }, timeoutMs: 10_000 });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /SPECD_GPU_MEMORY/);
   });
 
   test('help names --rpc and the worker', async () => {

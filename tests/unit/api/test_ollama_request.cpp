@@ -128,13 +128,27 @@ TEST(OllamaRequest, OptionsOverrideModelParameters) {
     EXPECT_EQ(r.context.num_ctx, 1024);
     EXPECT_EQ(r.generate.stop, (std::vector<std::string>{"x", "y"}));
     EXPECT_EQ(r.generate.sampling.seed, 42);
+    EXPECT_EQ(r.context.num_gpu, 99);
+    EXPECT_FALSE(r.context.main_gpu);
+}
+
+// Ollama's placement options shape the load: main_gpu and num_gpu (-1: as many as fit).
+TEST(OllamaRequest, PlacementOptions) {
+    GenerateRequest r;
+    apply_options({}, json{{"main_gpu", 1}, {"num_gpu", -1}}, r);
+    EXPECT_EQ(r.context.main_gpu, 1);
+    EXPECT_FALSE(r.context.num_gpu);
+    GenerateRequest other;
+    apply_options({}, json{{"main_gpu", 0}}, other);
+    EXPECT_FALSE(r.context == other.context); // another device: another load
 }
 
 TEST(OllamaRequest, RejectsBadOptions) {
     const std::vector<json> bad = {
         {{"num_ctx", 0}}, {{"num_ctx", -5}}, {{"num_ctx", (1 << 24) + 1}}, {{"num_predict", -3}},
         {{"num_predict", 1 << 30}}, {{"temperature", "hot"}}, {{"top_p", 2}}, {{"temperature", -1}},
-        {{"mirostat", 3}}, {{"mirostat_tau", -1}}, {{"use_mmap", 1}},
+        {{"mirostat", 3}}, {{"mirostat_tau", -1}}, {{"use_mmap", 1}}, {{"main_gpu", -1}}, {{"main_gpu", "0"}},
+        {{"main_gpu", 1.5}}, {{"num_gpu", -2}},
     };
     for (const auto & o : bad) {
         GenerateRequest r;

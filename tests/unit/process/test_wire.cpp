@@ -114,6 +114,8 @@ GenerateRequest full_request(const ImagePtr & shared, const ImagePtr & other) {
     r.context.num_batch  = 256;
     r.context.num_thread = 6;
     r.context.use_mmap   = false;
+    r.context.num_gpu    = 12;
+    r.context.main_gpu   = 1;
 
     specd::SamplingOptions & s = r.generate.sampling;
     s.temperature       = 0.1f;
