@@ -213,10 +213,14 @@ describe('a device budget (SPECD_GPU_MEMORY) forces a partial offload', () => {
   });
 });
 
+// One worker per server: a ggml RPC worker serving a Vulkan device (lavapipe here) can corrupt
+// its heap when a client connects after another has left ("malloc(): unsorted double linked list
+// corrupted"; llama.cpp's own rpc-server from the same tree too), docs/gpu.md.
 describe('two devices: the GPU and an RPC worker', () => {
   let worker;
-  before(async () => { worker = await startWorker(); });
-  after(() => worker?.child.kill('SIGKILL'));
+  const workers = [];
+  before(async () => { worker = await startWorker(); workers.push(worker); });
+  after(() => workers.forEach((w) => w.child.kill('SIGKILL')));
 
 
   test('a model that fits one device goes to one; main_gpu picks it; SPECD_TENSOR_SPLIT spreads it', async () => {
@@ -244,6 +248,8 @@ describe('two devices: the GPU and an RPC worker', () => {
     } finally {
       await one.stop();
     }
+    worker = await startWorker();
+    workers.push(worker);
     const spread = await startServer({ env: { SPECD_RPC: worker.endpoint, SPECD_TENSOR_SPLIT: '1,1' } });
     try {
       await ok(spread.url, { options: greedy() });
