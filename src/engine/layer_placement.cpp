@@ -149,16 +149,20 @@ bool LayerPlacement::fit(const std::filesystem::path & gguf, const std::vector<g
     llama_context_params cp = request.context;
     tensor_split_.assign(llama_max_devices(), 0.0f);
     overrides_.assign(llama_max_tensor_buft_overrides(), {nullptr, nullptr});
-    // The fit leaves the margin free on each device; with SPECD_GPU_MEMORY, also what the
-    // device has beyond the budget less what other models hold of it.
+    // The fit leaves the margin free on each device, and also what the device reports free
+    // beyond its budget (SPECD_GPU_MEMORY, else its total memory) less what the other loaded
+    // models hold of it: a driver's free memory already counts other processes' allocations,
+    // a budget counts the models of this server wherever they run.
     std::vector<size_t> margins(llama_max_devices(), fit_margin_bytes());
-    if (const auto cap = device_memory_cap()) {
-        for (size_t i = 0; i < devices.size(); ++i) {
-            const auto     held  = request.held.find(ggml_backend_dev_name(devices[i]));
-            const uint64_t room  = *cap - std::min(*cap, held == request.held.end() ? 0 : held->second);
-            const uint64_t free  = free_bytes(devices[i]);
-            if (free > room) margins[i] += size_t(free - room);
-        }
+    const auto          cap = device_memory_cap();
+    for (size_t i = 0; i < devices.size(); ++i) {
+        size_t free  = 0;
+        size_t total = 0;
+        ggml_backend_dev_memory(devices[i], &free, &total);
+        const uint64_t budget = cap ? *cap : total;
+        const auto     held   = request.held.find(ggml_backend_dev_name(devices[i]));
+        const uint64_t room   = budget - std::min<uint64_t>(budget, held == request.held.end() ? 0 : held->second);
+        if (free > room) margins[i] += size_t(free - room);
     }
     std::lock_guard lock(g_fit_mutex);
     const auto status = common_fit_params(gguf.c_str(), &mp, &cp, tensor_split_.data(), overrides_.data(), margins.data(),

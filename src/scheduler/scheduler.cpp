@@ -27,13 +27,33 @@ std::map<std::string, uint64_t> owner_device_bytes(const memory::LedgerSnapshot 
     return out;
 }
 
-// Under a device budget, whether some offload device (this machine's, or one a loaded model
-// uses) has room for `bytes` beside what the others hold there.
-bool fits_a_device(const std::map<std::string, uint64_t> & held, uint64_t cap, uint64_t bytes) {
-    std::map<std::string, uint64_t> devices = held;
-    for (ggml_backend_dev_t d : engine::local_offload_devices()) devices.emplace(ggml_backend_dev_name(d), 0);
-    if (devices.empty()) return true; // nothing to offload to: the host budget decides
-    return std::any_of(devices.begin(), devices.end(), [&](const auto & d) { return d.second + bytes <= cap; });
+// Whether some offload device has room for `bytes` beside what the other models hold there:
+// each of this machine's GPUs within SPECD_GPU_MEMORY or else its total memory less the fit's
+// margin; a device only known from the loaded models (an RPC worker's) within SPECD_GPU_MEMORY.
+bool fits_a_device(const std::map<std::string, uint64_t> & held, std::optional<uint64_t> cap, uint64_t bytes) {
+    bool any = false;
+    const auto room = [&](const std::string & name, uint64_t budget) {
+        any             = true;
+        const auto h    = held.find(name);
+        const uint64_t used = h == held.end() ? 0 : h->second;
+        return used + bytes <= budget;
+    };
+    std::map<std::string, bool> local;
+    for (ggml_backend_dev_t d : engine::local_offload_devices()) {
+        size_t free  = 0;
+        size_t total = 0;
+        ggml_backend_dev_memory(d, &free, &total);
+        const uint64_t margin = engine::fit_margin_bytes();
+        const uint64_t budget = cap ? *cap : (total > margin ? total - margin : 0);
+        local[ggml_backend_dev_name(d)] = true;
+        if (room(ggml_backend_dev_name(d), budget)) return true;
+    }
+    if (cap) {
+        for (const auto & [name, bytes_held] : held) {
+            if (!local.count(name) && room(name, *cap)) return true;
+        }
+    }
+    return !any; // nothing to offload to: the host budget decides
 }
 
 } // namespace
@@ -82,8 +102,8 @@ uint64_t Scheduler::make_room(const ModelRunner & requester, uint64_t bytes) {
                           " (SPECD_MAX_MEMORY); a smaller num_ctx or num_batch, or fewer parallel sequences, need less");
     }
     const size_t max_loaded = cfg_.max_loaded_models;
-    // SPECD_GPU_MEMORY: each offload device's budget. As Ollama, a model that would fit whole
-    // on a device if idle models left it takes their place there.
+    // Each offload device's budget (SPECD_GPU_MEMORY, else a GPU's memory). As Ollama, a model
+    // that would fit whole on a device if idle models left it takes their place there.
     const std::optional<uint64_t> device_cap = engine::device_memory_cap();
     for (;;) {
         std::vector<std::shared_ptr<ModelRunner>> idle;
@@ -105,7 +125,7 @@ uint64_t Scheduler::make_room(const ModelRunner & requester, uint64_t bytes) {
                     used += r->footprint();
                     if (r->idle()) {
                         idle.push_back(r);
-                        if (device_cap && !owner_device_bytes(ledger, info->memory_owner).empty()) idle_on_devices.push_back(r);
+                        if (!owner_device_bytes(ledger, info->memory_owner).empty()) idle_on_devices.push_back(r);
                     }
                 } else {
                     continue;
@@ -114,8 +134,8 @@ uint64_t Scheduler::make_room(const ModelRunner & requester, uint64_t bytes) {
             }
             const bool fits_memory = used + bytes <= budget;
             const bool fits_count  = max_loaded == 0 || loaded < max_loaded;
-            const bool fits_device = !device_cap || idle_on_devices.empty() ||
-                                     fits_a_device(held_by_others(ledger, requester), *device_cap, bytes);
+            const bool fits_device = idle_on_devices.empty() ||
+                                     fits_a_device(held_by_others(ledger, requester), device_cap, bytes);
             if (fits_memory && fits_count && fits_device) {
                 loading_[&requester] = bytes;
                 return budget - used;

@@ -211,6 +211,50 @@ describe('a device budget (SPECD_GPU_MEMORY) forces a partial offload', () => {
       await srv.stop();
     }
   });
+
+  test('an idle model leaves the device to a model that then fits whole; a busy one stays', async () => {
+    const models = [{ name: 'deep', from: 'deep.gguf' }, { name: 'deep2', from: 'deep.gguf' }];
+    // One sequence each: the scheduler sizes a load by the estimate for the sequences it asks
+    // for (SPECD_NUM_PARALLEL, else one), as it does for the host's budget.
+    const env = { SPECD_GPU_OVERHEAD: '0', SPECD_NUM_PARALLEL: '1' };
+    const probe = await startServer({ models, env });
+    let whole;
+    try {
+      await ok(probe.url, { model: 'deep', options: small() });
+      whole = byName(await psModel(probe.url, 'deep'), DEVICE).total;
+    } finally {
+      await probe.stop();
+    }
+    // Room for one whole model and a half.
+    const srv = await startServer({ models, env: { ...env, SPECD_GPU_MEMORY: String(Math.floor(whole * 1.5)) } });
+    try {
+      await ok(srv.url, { model: 'deep', options: small() });
+      await ok(srv.url, { model: 'deep2', options: small() });
+      const { models: loaded } = await (await fetch(`${srv.url}/api/ps`)).json();
+      assert.deepEqual(loaded.map((m) => m.name), ['deep2:latest'], 'the idle model went');
+      assert.equal(byName(loaded[0], DEVICE).total, whole, 'the new one is whole on the device');
+      assert.equal(byName(loaded[0], 'CPU').kv_target, 0);
+
+      // deep2 busy with an endless streamed answer: deep loads beside it with what is left.
+      const stop = new AbortController();
+      const long = await fetch(`${srv.url}/api/generate`, { method: 'POST', signal: stop.signal,
+        body: JSON.stringify({ model: 'deep2', prompt: PROMPT, options: small({ num_predict: 100000 }) }) });
+      assert.equal(long.status, 200);
+      const reader = long.body.getReader();
+      await reader.read(); // the first piece: deep2 is generating
+      await ok(srv.url, { model: 'deep', options: small({ num_predict: 4 }) });
+      const both = (await (await fetch(`${srv.url}/api/ps`)).json()).models;
+      assert.deepEqual(both.map((m) => m.name).sort(), ['deep2:latest', 'deep:latest']);
+      const d = byName(both.find((m) => m.name === 'deep:latest'), DEVICE);
+      assert.ok(!d || d.total < whole, `deep got what deep2 left: ${JSON.stringify(d)}`);
+      const total = both.reduce((sum, m) => sum + (byName(m, DEVICE)?.total ?? 0), 0);
+      assert.ok(total <= Math.floor(whole * 1.5), `${total} on the device, budget ${Math.floor(whole * 1.5)}`);
+      stop.abort();
+      await reader.closed.catch(() => {});
+    } finally {
+      await srv.stop();
+    }
+  });
 });
 
 // One worker per server: a ggml RPC worker serving a Vulkan device (lavapipe here) can corrupt
