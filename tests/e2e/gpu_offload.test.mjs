@@ -132,6 +132,11 @@ describe(`GPU offload (${GPU})`, () => {
     const metrics = await (await fetch(`${srv.url}/metrics`)).text();
     const line = metrics.split('\n').find((l) => l.startsWith(`specd_device_memory_bytes{device="${DEVICE}",bucket="weights"}`));
     assert.ok(line && Number(line.split(' ').pop()) === gpu.weights, line);
+
+    // use_mmap (Ollama's option) reloads; the offloaded layers are copied to the device either way.
+    const unmapped = await ok(srv.url, { options: greedy({ use_mmap: false }) });
+    assert.equal(unmapped.response, dev.response);
+    assert.equal(byName(await psModel(srv.url, 'tiny'), DEVICE).weights, gpu.weights);
   });
 
   test('some layers on the device (num_gpu): the host\'s log-probabilities, fewer bytes off the host', async () => {
