@@ -164,9 +164,17 @@ bool LayerPlacement::fit(const std::filesystem::path & gguf, const std::vector<g
         const uint64_t room   = budget - std::min<uint64_t>(budget, held == request.held.end() ? 0 : held->second);
         if (free > room) margins[i] += size_t(free - room);
     }
+    // The draft's memory, every layer on these devices, is added to each of the fit's measures.
+    llama_model_params     draft_mp = llama_model_default_params();
+    llama_context_params   draft_cp = request.context;
+    common_fit_extra_model draft{nullptr, &draft_mp, &draft_cp, false};
+    if (request.draft) {
+        draft.path_model = request.draft->c_str();
+        draft_mp.devices = list.data();
+    }
     std::lock_guard lock(g_fit_mutex);
     const auto status = common_fit_params(gguf.c_str(), &mp, &cp, tensor_split_.data(), overrides_.data(), margins.data(),
-                                          cp.n_ctx, nullptr, GGML_LOG_LEVEL_ERROR);
+                                          cp.n_ctx, request.draft ? &draft : nullptr, GGML_LOG_LEVEL_ERROR);
     if (status != COMMON_PARAMS_FIT_STATUS_SUCCESS) {
         n_gpu_layers_ = 0; // nothing fits: the CPU holds it all, as without the devices
         split_set_    = false;
@@ -175,6 +183,11 @@ bool LayerPlacement::fit(const std::filesystem::path & gguf, const std::vector<g
     n_gpu_layers_ = mp.n_gpu_layers;
     split_set_    = true;
     return true;
+}
+
+std::vector<ggml_backend_dev_t> LayerPlacement::devices() const {
+    if (devices_.empty()) return {};
+    return {devices_.begin(), devices_.end() - 1};
 }
 
 void LayerPlacement::apply(llama_model_params & mp) const {

@@ -24,6 +24,9 @@ struct PlacementRequest {
     // Bytes other loaded models hold on each device (by ggml's name): under SPECD_GPU_MEMORY
     // the fit places this model in what they leave of the budget.
     std::map<std::string, uint64_t> held;
+    // A draft model that will go to the same devices with all of its layers (llama-server's
+    // default): the fit leaves room for it beside the target.
+    std::optional<std::filesystem::path> draft;
     llama_context_params            context = llama_context_default_params(); // what the fit leaves room for
 };
 
@@ -38,6 +41,8 @@ class LayerPlacement {
     LayerPlacement & operator=(const LayerPlacement &) = delete;
 
     void apply(llama_model_params & mp) const;
+    // The devices the layers go to (empty: the CPU only).
+    std::vector<ggml_backend_dev_t> devices() const;
 
   private:
     // Runs the fit on `devices`; true when it found a placement.

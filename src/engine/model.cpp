@@ -49,6 +49,7 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path & path, const Mod
     mp.vocab_only         = opts.vocab_only;
     const LayerPlacement placement(path, opts.vocab_only ? PlacementRequest{} : opts.placement);
     placement.apply(mp);
+    m->devices_ = placement.devices();
 
     LogCapture capture;
     m->model_.reset(llama_model_load_from_file(path.c_str(), mp));

@@ -51,6 +51,8 @@ class Model {
     const ModelLoadOptions & load_options() const { return opts_; }
     // Its weights on devices other than the host's CPU (empty when every layer is there).
     const DeviceSplit & offloaded() const { return offloaded_; }
+    // The devices besides the CPU its layers went to (engine/layer_placement).
+    const std::vector<ggml_backend_dev_t> & devices() const { return devices_; }
     // The loaded LoRA adapters, in load_options().adapters order; empty for most models.
     const std::vector<llama_adapter_lora *> & adapters() const { return adapter_views_; }
 
@@ -88,6 +90,7 @@ class Model {
     GgufInfo            info_;
     ModelLoadOptions    opts_;
     DeviceSplit         offloaded_;
+    std::vector<ggml_backend_dev_t> devices_;
     mutable std::once_flag                               vocab_index_once_;
     mutable std::unique_ptr<const VocabIndex>   vocab_index_;
     mutable std::atomic<size_t>                          vocab_index_bytes_{0};

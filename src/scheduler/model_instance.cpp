@@ -13,7 +13,9 @@
 #include "scheduler/load_estimate.h"
 #include "templates/ollama_prompt.h"
 
+#include <algorithm>
 #include <climits>
+#include <set>
 #include <cstdio>
 #include <thread>
 
@@ -25,6 +27,9 @@ int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// num_gpu for "every layer" (the option's largest value).
+constexpr int32_t k_all_layers = 100000;
 
 // A worker that takes longer than this to answer its first message is down or serving
 // another client (ggml's RPC server takes one at a time).
@@ -93,12 +98,20 @@ std::optional<LoadedInfo> ModelInstance::ensure_loaded(const GenerateRequest & r
         check_context_size(est, want); // before any room is made or weight read
         const uint64_t free = cfg_.arbiter ? cfg_.arbiter->make_room(runner_, est.bytes(want)) : UINT64_MAX;
         n_seq_ = cfg_.num_parallel > 0 ? cfg_.num_parallel : default_parallel(est, free);
-        // The draft stays on the host: it decodes one token at a time, where a round trip
-        // to a worker costs more than its layers.
-        const engine::ModelLoadOptions draft_opts = load_opts;
+        engine::ModelLoadOptions draft_opts = load_opts;
         load_opts.placement = offload_placement(context, est, n_seq_);
         if (cfg_.arbiter) load_opts.placement.held = cfg_.arbiter->device_held(runner_);
-        model_         = engine::Model::load(req.model.gguf, load_opts);
+        // A draft goes with all of its layers to the GPUs the target's layers went to, as
+        // llama-server places it, and the fit leaves it room there. It stays on the host beside
+        // RPC workers: it decodes one token at a time, where a round trip to a worker costs
+        // more than its layers.
+        const std::vector<ggml_backend_dev_t> gpus = engine::local_offload_devices();
+        if (req.model.draft && !gpus.empty()) load_opts.placement.draft = req.model.draft;
+        model_ = engine::Model::load(req.model.gguf, load_opts);
+        for (ggml_backend_dev_t d : model_->devices()) {
+            if (std::find(gpus.begin(), gpus.end(), d) != gpus.end()) draft_opts.placement.devices.push_back(d);
+        }
+        if (!draft_opts.placement.devices.empty()) draft_opts.placement.num_gpu = k_all_layers;
         draft_         = req.model.draft ? engine::Model::load(*req.model.draft, draft_opts) : nullptr;
         const int32_t threads = context.num_thread > 0 ? context.num_thread
                                                        : int32_t(std::max(1u, std::thread::hardware_concurrency()));
@@ -220,31 +233,51 @@ void ModelInstance::account() {
     };
     const engine::SessionMemory & mem = session_->memory();
     const engine::ContextBytes    embed = embedder_ ? embedder_->memory() : engine::ContextBytes{};
-    // What sits on other devices than the host (RPC workers): the target's layers, its
-    // contexts' KV and compute there. The draft and the projector stay on the host.
+    // What sits on other devices than the host (GPUs, RPC workers): the target's layers, its
+    // contexts' KV and compute there, and the draft's on a GPU. The projector stays on the host.
     engine::DeviceSplit offloaded = model_->offloaded();
     engine::add_split(offloaded, mem.target.offloaded);
     engine::add_split(offloaded, embed.offloaded);
-    engine::DeviceBytes off;
-    for (const auto & [name, b] : offloaded) {
-        off.weights += b.weights;
-        off.kv += b.kv;
-        off.compute += b.compute;
-    }
+    engine::DeviceSplit draft_offloaded = draft_ ? draft_->offloaded() : engine::DeviceSplit{};
+    engine::add_split(draft_offloaded, mem.draft.offloaded);
+    const auto sum = [](const engine::DeviceSplit & split) {
+        engine::DeviceBytes all;
+        for (const auto & [name, b] : split) {
+            all.weights += b.weights;
+            all.kv += b.kv;
+            all.compute += b.compute;
+        }
+        return all;
+    };
+    const engine::DeviceBytes off       = sum(offloaded);
+    const engine::DeviceBytes draft_off = sum(draft_offloaded);
     const auto host = [](size_t all, size_t elsewhere) { return all > elsewhere ? all - elsewhere : 0; };
-    set(weights_, memory::Bucket::weights, host(model_->size_bytes(), off.weights) + (draft_ ? draft_->size_bytes() : 0) +
+    set(weights_, memory::Bucket::weights, host(model_->size_bytes(), off.weights) +
+                                               (draft_ ? host(draft_->size_bytes(), draft_off.weights) : 0) +
                                                (projector_ ? projector_->size_bytes() : 0));
     set(kv_target_, memory::Bucket::kv_target, host(mem.target.kv + embed.kv, off.kv));
-    set(kv_draft_, memory::Bucket::kv_draft, mem.draft.kv);
-    set(compute_, memory::Bucket::compute, host(mem.target.compute + mem.draft.compute + embed.compute, off.compute));
+    set(kv_draft_, memory::Bucket::kv_draft, host(mem.draft.kv, draft_off.kv));
+    set(compute_, memory::Bucket::compute,
+        host(mem.target.compute + mem.draft.compute + embed.compute, off.compute + draft_off.compute));
     for (auto it = offloaded_.begin(); it != offloaded_.end();) {
-        if (!offloaded.count(it->first.first)) it = offloaded_.erase(it);
+        if (!offloaded.count(it->first.first) && !draft_offloaded.count(it->first.first)) it = offloaded_.erase(it);
         else ++it;
     }
+    std::set<std::string> names;
+    for (const auto & [name, b] : offloaded) names.insert(name);
+    for (const auto & [name, b] : draft_offloaded) names.insert(name);
     size_t off_total = 0;
-    for (const auto & [name, b] : offloaded) {
-        for (const auto & [bucket, bytes] : {std::pair{memory::Bucket::weights, b.weights}, std::pair{memory::Bucket::kv_target, b.kv},
-                                             std::pair{memory::Bucket::compute, b.compute}}) {
+    for (const std::string & name : names) {
+        const auto at = [](const engine::DeviceSplit & split, const std::string & n) {
+            const auto it = split.find(n);
+            return it == split.end() ? engine::DeviceBytes{} : it->second;
+        };
+        const engine::DeviceBytes b = at(offloaded, name);
+        const engine::DeviceBytes d = at(draft_offloaded, name);
+        for (const auto & [bucket, bytes] : {std::pair{memory::Bucket::weights, b.weights + d.weights},
+                                             std::pair{memory::Bucket::kv_target, b.kv},
+                                             std::pair{memory::Bucket::kv_draft, d.kv},
+                                             std::pair{memory::Bucket::compute, b.compute + d.compute}}) {
             memory::Reservation & r = offloaded_[{name, bucket}];
             if (!r.held()) r = memory_owner_.reserve(bucket, bytes, name);
             else r.resize(bytes);

@@ -155,7 +155,15 @@ describe(`GPU offload (${GPU})`, () => {
     const off = await ok(srv.url, { model: 'pair', options: greedy({ num_predict: 48, draft_num_predict: 0 }) });
     assert.equal(on.response, off.response);
     assert.ok(on.speculation.accepted > 0, JSON.stringify(on.speculation));
-    assert.ok(byName(await psModel(srv.url, 'pair'), DEVICE).weights > 0);
+    // The draft went with the target to the device, its KV with it (as llama-server places it).
+    const pair = await psModel(srv.url, 'pair');
+    assert.ok(byName(pair, DEVICE).weights > 0 && byName(pair, DEVICE).kv_draft > 0, JSON.stringify(pair.devices));
+    assert.equal(byName(pair, 'CPU').kv_draft, 0, JSON.stringify(pair.devices));
+    assert.equal(pair.size_vram, byName(pair, DEVICE).total);
+    // num_gpu 0: target and draft on the host, the same text.
+    const host = await ok(srv.url, { model: 'pair', options: greedy({ num_predict: 48, draft_depth: 4, num_gpu: 0 }) });
+    assert.equal((await psModel(srv.url, 'pair')).size_vram, 0);
+    assert.ok(host.speculation.accepted > 0);
 
     const schema = { type: 'object', properties: { color: { enum: ['red', 'green', 'blue'] }, ok: { type: 'boolean' } },
       required: ['color', 'ok'], additionalProperties: false };
