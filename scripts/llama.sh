@@ -159,6 +159,12 @@ stage_prefix() {
   find "$build_dir" -name '*.a' -exec cp {} "$prefix/lib/" \;
   cp "$build_dir/bin/ggml-rpc-server" "$prefix/bin/rpc-server"
   echo "$shared_dir" > "$prefix/SHARED"
+  # Libraries the static archives need that ggml found on this machine (upstream links them
+  # when present): NCCL for ggml-cuda's multi-GPU reductions. One path per line.
+  : > "$prefix/LINK"
+  if grep -q 'GGML_USE_NCCL' "$build_dir/build.ninja"; then
+    sed -n 's/^NCCL_LIBRARY:FILEPATH=//p' "$build_dir/CMakeCache.txt" >> "$prefix/LINK"
+  fi
   echo "$LLAMA_COMMIT" > "$prefix/COMMIT"
   echo "$BUILD_CONFIG" > "$prefix/CONFIG"
 }
