@@ -34,6 +34,8 @@ const Field k_fields[] = {
     {"num_keep",          &Parameters::num_keep,          -1,   k_int32_max}, // -1 keep the whole prompt
     {"num_batch",         &Parameters::num_batch,         1,    k_int32_max},
     {"num_thread",        &Parameters::num_thread,        0,    k_int32_max}, // 0 one per core
+    {"num_gpu",           &Parameters::num_gpu,           -1,   100000},      // -1 as many as fit
+    {"main_gpu",          &Parameters::main_gpu,          0,    1024},
     {"draft_num_predict", &Parameters::draft_num_predict, 0,    k_int32_max},
     {"draft_depth",       &Parameters::draft_depth,       0,    16}, // the engine's deepest round
     {"temperature",       &Parameters::temperature,       0,    k_inf},

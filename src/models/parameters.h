@@ -18,6 +18,8 @@ struct Parameters {
     std::optional<int32_t>   num_keep;
     std::optional<int32_t>   num_batch;
     std::optional<int32_t>   num_thread;
+    std::optional<int32_t>   num_gpu;  // layers to offload; -1 as many as fit (docs/gpu.md)
+    std::optional<int32_t>   main_gpu; // the offload device a model that fits one goes to
     std::optional<int32_t>   draft_num_predict; // cap on the speculation depth
     std::optional<int32_t>   draft_depth;       // a fixed speculation depth instead of the controller
     std::optional<double>    temperature;

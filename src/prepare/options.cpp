@@ -36,6 +36,9 @@ void apply_options(const models::Parameters & model_params, const json & request
                    std::vector<std::string> & warnings) {
     models::Parameters p = model_params;
     models::Parameters over;
+    // The model's placement (PARAMETER num_gpu, main_gpu); the request's options below win.
+    if (p.num_gpu) req.context.num_gpu = *p.num_gpu < 0 ? std::nullopt : std::optional<int32_t>(*p.num_gpu);
+    if (p.main_gpu) req.context.main_gpu = *p.main_gpu;
     for (const auto & [key, value] : request_options.items()) {
         if (value.is_null()) continue; // as Ollama: a null option is an unset one
         if (key == "use_mmap") {

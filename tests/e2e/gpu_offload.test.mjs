@@ -21,7 +21,7 @@ const DEVICE = { vulkan: 'Vulkan0', cuda: 'CUDA0', metal: 'MTL0' }[GPU];
 const LOGPROB_TOLERANCE = 0.05;
 
 const pairModel = { name: 'pair', from: 'pair-target.gguf', lines: [`DRAFT ${fixture('pair-draft.gguf')}`] };
-const MODELS = [{ name: 'tiny' }, pairModel];
+const MODELS = [{ name: 'tiny' }, pairModel, { name: 'hostonly', from: 'tiny.gguf', lines: ['PARAMETER num_gpu 0'] }];
 const PROMPT = 'The device holds the layers';
 const greedy = (extra = {}) => ({ temperature: 0, seed: 1, num_predict: 24, ...extra });
 
@@ -171,6 +171,13 @@ describe(`GPU offload (${GPU})`, () => {
     assert.equal(r.done_reason, 'stop', r.response);
     const parsed = JSON.parse(r.response);
     assert.ok(['red', 'green', 'blue'].includes(parsed.color) && typeof parsed.ok === 'boolean', r.response);
+  });
+
+  test('PARAMETER num_gpu 0 keeps a model on the host; a request\'s num_gpu overrides it', async () => {
+    await ok(srv.url, { model: 'hostonly', options: greedy() });
+    assert.equal((await psModel(srv.url, 'hostonly')).size_vram, 0);
+    await ok(srv.url, { model: 'hostonly', options: greedy({ num_gpu: -1 }) });
+    assert.ok((await psModel(srv.url, 'hostonly')).size_vram > 0);
   });
 
   test('main_gpu past the last device is a 400 naming the devices', async () => {

@@ -141,6 +141,19 @@ TEST(OllamaRequest, PlacementOptions) {
     GenerateRequest other;
     apply_options({}, json{{"main_gpu", 0}}, other);
     EXPECT_FALSE(r.context == other.context); // another device: another load
+
+    // The model's PARAMETER num_gpu / main_gpu apply unless the request says otherwise.
+    models::Parameters model;
+    model.num_gpu  = 4;
+    model.main_gpu = 1;
+    GenerateRequest from_model;
+    apply_options(model, json::object(), from_model);
+    EXPECT_EQ(from_model.context.num_gpu, 4);
+    EXPECT_EQ(from_model.context.main_gpu, 1);
+    GenerateRequest overridden;
+    apply_options(model, json{{"num_gpu", -1}, {"main_gpu", 0}}, overridden);
+    EXPECT_FALSE(overridden.context.num_gpu);
+    EXPECT_EQ(overridden.context.main_gpu, 0);
 }
 
 TEST(OllamaRequest, RejectsBadOptions) {

@@ -158,7 +158,7 @@ TEST(Modelfile, ErrorsCarryTheLineNumber) {
         {"FROM x\n  : y\n", "line 2: expected an instruction"},
         {"FROM x\nFROM:y\n", "line 2: expected an instruction"},
         {"FROM x\n\nPARAMETER num_gqa 2\n", "line 3: unknown parameter: num_gqa"},
-        {"FROM x\nPARAMETER num_gpu 99\n", "line 2: unknown parameter: num_gpu"},
+        {"FROM x\nPARAMETER low_vram true\n", "line 2: unknown parameter: low_vram"},
         {"FROM x\nPARAMETER\n", "line 2: PARAMETER needs a name and a value"},
         {"FROM x\nPARAMETER temperature\n", "line 2: PARAMETER temperature needs a value"},
         {"FROM x\nPARAMETER temperature hot\n", "line 2: invalid value for parameter temperature"},

@@ -9,7 +9,11 @@ TEST(Parameters, UnknownNamesAreNamed) {
     Parameters p;
     EXPECT_EQ(p.set("num_gqa", "1"), "unknown parameter: num_gqa");
     EXPECT_EQ(p.set("mirostat", "3"), "invalid value for parameter mirostat: must be between 0 and 2");
-    EXPECT_EQ(p.set_json("num_gpu", 1), "unknown parameter: num_gpu");
+    EXPECT_EQ(p.set_json("low_vram", true), "unknown parameter: low_vram");
+    EXPECT_FALSE(p.set("num_gpu", "-1")); // Ollama's placement parameters (docs/gpu.md)
+    EXPECT_EQ(p.num_gpu, -1);
+    EXPECT_FALSE(p.set("main_gpu", "1"));
+    EXPECT_EQ(p.set("num_gpu", "-2"), "invalid value for parameter num_gpu: must be between -1 and 100000");
     EXPECT_TRUE(is_known_parameter("draft_num_predict"));
     EXPECT_FALSE(is_known_parameter("Temperature")); // callers lowercase Modelfile names
 }

@@ -480,13 +480,13 @@ TEST_F(StoreTest, ResolveReportsParamsItDoesNotKnow) {
     // A model written by Ollama can carry options this server does not implement.
     Manifest m;
     m.config = {std::string(media_type::config), store_->put_blob_from_bytes("{}"), 2};
-    const std::string params = R"({"num_gpu":99,"temperature":0.5,"stop":["a"]})";
+    const std::string params = R"({"low_vram":true,"temperature":0.5,"stop":["a"]})";
     m.layers.push_back({std::string(media_type::model), store_->put_blob_from_bytes(fake_gguf("w")), 5});
     m.layers.push_back({std::string(media_type::params), store_->put_blob_from_bytes(params), params.size()});
     m.layers.push_back({"application/vnd.ollama.image.unknown", store_->put_blob_from_bytes("?"), 1});
     store_->write_manifest(name("ollama"), m);
     const auto r = store_->resolve(name("ollama"));
-    EXPECT_EQ(r.unsupported_params, (std::vector<std::string>{"num_gpu"}));
+    EXPECT_EQ(r.unsupported_params, (std::vector<std::string>{"low_vram"}));
     EXPECT_EQ(r.params.temperature, 0.5);
     EXPECT_EQ(r.params.stop, (std::vector<std::string>{"a"}));
 
