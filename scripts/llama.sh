@@ -119,7 +119,7 @@ apply_patches() {
 }
 
 build_libs() {
-  if [ -f "$prefix/.specd-ok" ] && [ -f "$prefix/SHARED" ]; then return; fi
+  if [ -f "$prefix/.specd-ok" ] && [ -f "$prefix/SHARED" ]; then stage_shared; return; fi
   # Two configures at once (two build dirs, or setup.sh beside cmake) would share one build
   # dir; the second waits and then finds the prefix complete.
   mkdir -p "$cache_root"
@@ -169,12 +169,15 @@ stage_prefix() {
   echo "$BUILD_CONFIG" > "$prefix/CONFIG"
 }
 
+# The staging header src/llama-ext.h (hidden-state rows for MTP heads) was added to the shared
+# folder later: a folder staged without it is staged again.
 stage_shared() {
-  if [ -f "$shared_dir/.specd-ok" ]; then return; fi
+  if [ -f "$shared_dir/.specd-ok" ] && [ -f "$shared_dir/include/llama-ext.h" ]; then return; fi
   rm -rf "$shared_dir"
   mkdir -p "$shared_dir/include/common" "$shared_dir/include/mtmd" "$shared_dir/vendor" "$shared_dir/models"
   cp "$src_dir"/include/*.h "$shared_dir/include/"
   cp "$src_dir"/ggml/include/*.h "$shared_dir/include/"
+  cp "$src_dir"/src/llama-ext.h "$shared_dir/include/"
   (cd "$src_dir/common" && find . \( -name '*.h' -o -name '*.hpp' \) -exec cp --parents {} "$shared_dir/include/common/" \;)
   cp "$src_dir"/tools/mtmd/*.h "$shared_dir/include/mtmd/"
   cp -r "$src_dir/vendor/." "$shared_dir/vendor/"

@@ -36,6 +36,12 @@
 #                                   <image|> around each image are the vocabulary's own tokens
 #   gemma4-draft.gguf               gemma4-text.gguf's weights in Q4_0: a draft for it that
 #                                   agrees on most tokens, not all
+#   gemma4-head-target.gguf, gemma4-assistant.gguf
+#                                   a gemma4 target (as gemma4-text.gguf, every layer scaled by
+#                                   alpha 0.0254) and a gemma4-assistant head for it (an MTP
+#                                   drafter reading the target's hidden state and KV cache):
+#                                   the head chooses what the target does on ~80% of positions
+#                                   (specd-testmodel assistant); gemma4-mmproj.gguf fits the target
 #   qwen-vl-text.gguf, qwen-vl-mmproj.gguf
 #                                   a qwen2vl text model (qwen2 vocab, Qwen2.5's chat template,
 #                                   n_embd 64, M-RoPE; Q8_0) and a Qwen2.5-VL merger projector for
@@ -127,6 +133,8 @@ fixture gemma4-text "gemma4-text.gguf" --arch gemma4 --vocab "$models/ggml-vocab
   --out "$out/gemma4-text.gguf" --seed 6
 fixture gemma4-draft "gemma4-draft.gguf" --arch gemma4 --vocab "$models/ggml-vocab-gemma-4.gguf" --quantize q4_0 \
   --out "$out/gemma4-draft.gguf" --seed 6
+fixture gemma4-head "gemma4-head-target.gguf gemma4-assistant.gguf" assistant --vocab "$models/ggml-vocab-gemma-4.gguf" \
+  --alpha 0.0254 --quantize q8_0 --seed 6 --target "$out/gemma4-head-target.gguf" --out "$out/gemma4-assistant.gguf"
 gemma4v_args=(projector --type gemma4v --n-embd-text 64 --seed 6)
 fixture gemma4-mmproj "gemma4-mmproj.gguf" "${gemma4v_args[@]}" --out "$out/gemma4-mmproj.gguf"
 fixture qwen-vl-text "qwen-vl-text.gguf" --arch qwen2vl --vocab "$models/ggml-vocab-qwen2.gguf" \

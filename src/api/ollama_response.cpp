@@ -54,6 +54,8 @@ json final_chunk(const std::string & model, const scheduler::DoneInfo & d, bool 
         s["grammar_truncated"]        = g.truncated_tokens;
         s["grammar_truncated_rounds"] = g.truncated_rounds;
         s["grammar_no_legal_draft"]   = g.no_legal_draft;
+        // Not Ollama's: what drafted (prompt-lookup, draft-model, gemma4-assistant).
+        s["drafter"]                  = d.result.drafter;
         // Not Ollama's: the share of eval_duration the grammar took (0 without `format`).
         j["grammar_duration"] = g.grammar_ns;
     }

@@ -5,6 +5,7 @@
 #include "spec/depth_controller.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace specd::engine {
@@ -16,6 +17,9 @@ struct GenerateResult {
     GrammarDraftStats        grammar_drafts;
     std::vector<int64_t>     k_histogram; // [k]: rounds that drafted k tokens
     std::vector<int32_t>     context;     // prompt + generated tokens, Ollama's `context`
+    // What drafted besides forced text: "prompt-lookup" alone, or with "draft-model" or a
+    // head's kind ("gemma4-assistant"; engine/draft_kind).
+    std::string              drafter = "prompt-lookup";
 };
 
 } // namespace specd::engine

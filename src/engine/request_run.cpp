@@ -49,6 +49,7 @@ RequestRun::RequestRun(const RunEnv & env, SequenceSlot & slot, uint64_t id, Mul
     }
     sampler_.accept_history(recent);
     if (slot.draft) slot.draft->begin_request(opts_.sampling, &cancel);
+    if (slot.head) slot.head->begin_request(opts_.sampling, &cancel);
     const int32_t n_ctx = int32_t(env.n_ctx);
     n_keep_    = std::clamp(opts_.num_keep, 0, n_ctx / 2);
     can_shift_ = opts_.shift && opts_.num_predict != -2 && llama_memory_can_shift(llama_get_memory(env.ctx));
@@ -113,7 +114,7 @@ bool RequestRun::open_round(int32_t room, bool may_draft) {
 }
 
 std::optional<spec::DraftRequest> RequestRun::draft_request() const {
-    return slot.draft ? plan_.model_request() : std::nullopt;
+    return slot.draft || slot.head ? plan_.model_request() : std::nullopt;
 }
 
 void RequestRun::add_round(spec::Proposal drafted, int64_t draft_ns) {
@@ -141,6 +142,8 @@ GenerateResult RequestRun::finish() {
     result_.stats.eval_ns    = t1_ > 0 ? now_ns() - t1_ : 0;
     result_.grammar_drafts.grammar_ns += sampler_.grammar_ns();
     result_.speculation = depth_.stats();
+    if (slot.head) result_.drafter = draft_kind_name(slot.head->kind());
+    else if (slot.draft) result_.drafter = draft_kind_name(DraftKind::model);
     result_.context     = mm_.tokens;
     result_.context.insert(result_.context.end(), out_.tokens().begin(), out_.tokens().end());
     depth_.fold_into(env_.prior);
@@ -173,6 +176,7 @@ void RequestRun::after_prefill_chunk() {
     last_       = choice_.draw(sampler_.distribution(env_.ctx, logits_idx_), next_index_++);
     sampler_.accept(last_);
     if (out_.commit(last_, env_.ctx, logits_idx_)) phase_ = Phase::ended;
+    if (slot.head) slot.head->take_row(env_.ctx, logits_idx_, slot.kv); // the row that chose last_
     env_.live.generated += out_.eval_count();
 }
 
@@ -189,6 +193,8 @@ void RequestRun::after_round(int64_t decode_ns, int batch_runs, int batch_positi
     slot.kv.appended(std::span(plan_.tokens).first(size_t(outcome.n_accepted)));
     slot.kv.keep(slot.kv.size());
     last_ = outcome.next;
+    // The row after the accepted prefix chose `next`: the head drafts on from it.
+    if (slot.head) slot.head->take_row(env_.ctx, logits_idx_ + outcome.n_accepted, slot.kv);
     if (outcome.done) phase_ = Phase::ended;
 
     const int n_drafted = plan_.n_drafted();

@@ -1,7 +1,8 @@
 #pragma once
 // One of a session's sequences and what drafts for it: its KV sequence, its sequence of the
-// draft model (when the session has a draft model) and prompt lookup.
+// draft model or of the draft head (when the session has one) and prompt lookup.
 #include "engine/draft_model.h"
+#include "engine/head_draft.h"
 #include "engine/kv_sequence.h"
 #include "spec/ngram_drafter.h"
 
@@ -17,6 +18,7 @@ struct SequenceSlot {
 
     KvSequence                  kv;
     std::unique_ptr<DraftModel> draft;
+    std::unique_ptr<HeadDraft>  head;  // instead of `draft` when the DRAFT is a head
     spec::NgramDrafter          ngram; // prompt lookup: asked first (free), then the draft model
     uint64_t                    last_used = 0;
     bool                        busy      = false;

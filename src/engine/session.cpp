@@ -90,12 +90,20 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     ctx_           = std::move(created.ctx);
     memory_.target = created.bytes;
     if (draft_model_) {
-        draft_ctx_    = std::make_shared<DraftContext>(draft_model_, *model_, n_ctx_, n_seq, batch_.capacity());
-        memory_.draft = draft_ctx_->memory();
+        draft_kind_ = draft_kind_of(draft_model_->info().architecture);
+        if (is_head(*draft_kind_)) {
+            head_ctx_ = std::make_shared<HeadContext>(draft_model_, *draft_kind_, *model_, ctx_.get(), n_ctx_, n_seq,
+                                                      batch_.capacity());
+            memory_.draft = head_ctx_->memory();
+        } else {
+            draft_ctx_    = std::make_shared<DraftContext>(draft_model_, *model_, n_ctx_, n_seq, batch_.capacity());
+            memory_.draft = draft_ctx_->memory();
+        }
     }
     for (int i = 0; i < n_seq; ++i) {
         auto slot = std::make_unique<SequenceSlot>(KvSequence(ctx_.get(), i));
         if (draft_ctx_) slot->draft = std::make_unique<DraftModel>(draft_ctx_, i);
+        if (head_ctx_) slot->head = std::make_unique<HeadDraft>(head_ctx_, i);
         slots_.push_back(std::move(slot));
     }
     env_.emplace(RunEnv{.ctx       = ctx_.get(),
@@ -139,6 +147,13 @@ void Session::choose_threads() {
     if (user <= 0) watch_threads();
     if (drift_) next_recheck_ = std::chrono::steady_clock::now() + recheck_gap_;
 
+    if (head_ctx_) {
+        // A head's step is one layer or two over the target's cache: it runs on the
+        // target's one-token count (not timed on its own: its decodes need the target's rows).
+        draft_threads_ = threads_;
+        head_ctx_->use_threads(pools_, draft_threads_);
+        return;
+    }
     if (!draft_model_) return;
     DraftModel & first = *slots_.front()->draft;
     draft_threads_     = measured(*draft_model_, [&](std::span<const int32_t> candidates) {
@@ -325,9 +340,10 @@ std::vector<SeqFinished> Session::step() {
     const bool may_draft = generating < 2 || gate_.allow(generating);
     batch_.clear();
     std::vector<RequestRun *> in_batch;
-    // Each open round and the index of its draft model job (-1: it asks none).
+    // Each open round and the index of its draft model's or head's job (-1: it asks none).
     std::vector<std::pair<RequestRun *, int>> rounds;
     std::vector<DraftJob>                     jobs;
+    std::vector<HeadJob>                      head_jobs;
     int32_t                                   room = batch_.capacity();
     for (auto & r : runs_) {
         if (r->ended() || r->prefilling()) continue;
@@ -335,29 +351,38 @@ std::vector<SeqFinished> Session::step() {
         room -= r->round_positions();
         int job = -1;
         if (auto req = r->draft_request()) {
-            job = static_cast<int>(jobs.size());
-            jobs.push_back({.draft = r->slot.draft.get(), .req = *req, .out = {}});
+            if (r->slot.head) {
+                job = static_cast<int>(head_jobs.size());
+                head_jobs.push_back({.head = r->slot.head.get(), .req = *req, .out = {}});
+            } else {
+                job = static_cast<int>(jobs.size());
+                jobs.push_back({.draft = r->slot.draft.get(), .req = *req, .out = {}});
+            }
         }
         rounds.emplace_back(r.get(), job);
     }
-    // The draft model drafts for every round that asks it, all together (draft_context.h);
-    // each round's share of the time is its share of the drafted tokens.
+    // The draft model (or head) drafts for every round that asks it, all together
+    // (draft_context.h, head_context.h); each round's share of the time is its share of the
+    // drafted tokens.
     int64_t draft_ns = 0;
-    if (!jobs.empty()) {
+    if (!jobs.empty() || !head_jobs.empty()) {
         const int64_t t0 = now_ns();
         DraftModel::propose_together(jobs);
+        HeadDraft::propose_together(head_jobs);
         draft_ns = now_ns() - t0;
     }
     size_t drafted = 0;
     for (const DraftJob & j : jobs) drafted += j.out.tokens.size();
+    for (const HeadJob & j : head_jobs) drafted += j.out.tokens.size();
+    const size_t n_jobs = jobs.size() + head_jobs.size();
     for (auto & [r, job] : rounds) {
         spec::Proposal proposal;
         int64_t        share = 0;
         if (job >= 0) {
-            DraftJob & j = jobs[size_t(job)];
-            share = drafted > 0 ? int64_t(double(draft_ns) * double(j.out.tokens.size()) / double(drafted))
-                                : draft_ns / int64_t(jobs.size());
-            proposal = std::move(j.out);
+            spec::Proposal & out = r->slot.head ? head_jobs[size_t(job)].out : jobs[size_t(job)].out;
+            share = drafted > 0 ? int64_t(double(draft_ns) * double(out.tokens.size()) / double(drafted))
+                                : draft_ns / int64_t(n_jobs);
+            proposal = std::move(out);
         }
         if (guarded(*r, [&] {
                 r->add_round(std::move(proposal), share);

@@ -1,6 +1,6 @@
 #pragma once
 // One llama context on a loaded model with N sequences (plus, optionally, the draft model's
-// context with as many) and the decode steps that run on it. Each sequence remembers the
+// or the draft head's context with as many) and the decode steps that run on it. Each sequence remembers the
 // tokens its KV holds, so a request that shares a prefix with an earlier one (a chat that
 // goes on) only evaluates the new part.
 #include "cache/prompt_cache.h"
@@ -34,7 +34,7 @@ namespace specd::engine {
 // The memory a session's contexts hold besides the weights.
 struct SessionMemory {
     ContextBytes target;
-    ContextBytes draft; // the draft model's context (all sequences)
+    ContextBytes draft; // the draft model's or the draft head's context (all sequences)
 };
 
 // A request that ended during Session::step(): its result, or the error that ended it.
@@ -53,6 +53,7 @@ class Session {
     // llama.cpp's limit on sequences in one context (LLAMA_MAX_SEQ in its private headers).
     static constexpr int k_max_parallel = 256;
 
+    // `draft` is a draft model or a head (engine/draft_kind, told from its architecture).
     // Throws specd::Error(bad_request) when a context cannot be created or the draft's
     // vocabulary does not match.
     Session(std::shared_ptr<Model> model, const ContextOptions & opts, std::shared_ptr<Model> draft = nullptr,
@@ -90,6 +91,8 @@ class Session {
     // The thread counts the target and the draft decode with, and how they were chosen.
     const ThreadChoice &   threads() const { return threads_; }
     const ThreadChoice &   draft_threads() const { return draft_threads_; }
+    // What drafts for this session, when something does besides prompt lookup.
+    std::optional<DraftKind> draft_kind() const { return draft_kind_; }
 
     const SessionMemory & memory() const { return memory_; }
     // What this session's requests did so far, round by round.
@@ -121,6 +124,8 @@ class Session {
     ThreadPools                                pools_;     // before every context: outlives them
     context_ptr                                ctx_;
     std::shared_ptr<DraftContext>              draft_ctx_; // shared with the slots' drafts
+    std::shared_ptr<HeadContext>               head_ctx_;  // likewise, when the draft is a head
+    std::optional<DraftKind>                   draft_kind_;
     Batch                                      batch_;
     std::vector<std::unique_ptr<SequenceSlot>> slots_;
     spec::DepthPrior                           prior_;

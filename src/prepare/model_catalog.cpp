@@ -4,6 +4,7 @@
 
 #include "core/time_format.h"
 #include "engine/adapter_check.h"
+#include "engine/draft_kind.h"
 #include "engine/gguf_info.h"
 #include "engine/model_traits.h"
 #include "engine/projector_types.h"
@@ -196,6 +197,14 @@ json catalog_show(const models::Store & store, const std::string & name, bool ve
         for (const auto & e : engine::read_gguf_info(*r.projector).metadata) projector_info[e.key] = meta_value(e);
         out["projector_info"] = std::move(projector_info);
     }
+    if (r.draft) {
+        // Not Ollama's: what drafts for this model (engine/draft_kind), told from the DRAFT's
+        // architecture.
+        const engine::GgufInfo d = engine::read_gguf_info(*r.draft);
+        out["draft"] = {{"kind", engine::draft_kind_name(engine::draft_kind_of(d.architecture))},
+                        {"architecture", d.architecture},
+                        {"parameter_size", engine::format_parameter_count(d.n_params)}};
+    }
     if (!r.system.empty()) out["system"] = r.system;
     if (!license.empty()) out["license"] = license;
     for (const auto & e : store.list()) {
@@ -297,6 +306,11 @@ models::ModelConfig describe_gguf(const std::filesystem::path & gguf) {
 
 void check_draft_vocab(const std::filesystem::path & model_gguf, const std::filesystem::path & draft_gguf) {
     if (auto why = engine::gguf_vocab_mismatch(model_gguf, draft_gguf); !why.empty()) {
+        throw bad_request("DRAFT cannot be used with this model: " + why);
+    }
+    // A head reads the target's hidden state and cache: its kind decides what fits.
+    if (auto why = engine::draft_refusal(engine::read_gguf_info(model_gguf), engine::read_gguf_info(draft_gguf));
+        !why.empty()) {
         throw bad_request("DRAFT cannot be used with this model: " + why);
     }
 }

@@ -609,7 +609,8 @@ json result_to_json(const engine::GenerateResult & r) {
             {"speculation", depth_stats_to_json(r.speculation)},
             {"grammar_drafts", grammar_drafts_to_json(r.grammar_drafts)},
             {"k_histogram", r.k_histogram},
-            {"context", r.context}};
+            {"context", r.context},
+            {"drafter", r.drafter}};
 }
 
 engine::GenerateResult result_from_json(const json & j) {
@@ -620,6 +621,7 @@ engine::GenerateResult result_from_json(const json & j) {
     r.grammar_drafts = grammar_drafts_from_json(object_field(j, "grammar_drafts"));
     r.k_histogram    = int_list<int64_t>(j, "k_histogram");
     r.context        = int_list<int32_t>(j, "context");
+    r.drafter        = text_field(j, "drafter");
     return r;
 }
 

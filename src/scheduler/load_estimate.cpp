@@ -1,6 +1,7 @@
 #include "scheduler/load_estimate.h"
 
 #include "core/error.h"
+#include "engine/draft_kind.h"
 #include "engine/gguf_info.h"
 #include "engine/kv_cache_type.h"
 #include "engine/session.h"
@@ -75,7 +76,10 @@ LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & cont
     if (files.draft) {
         const engine::GgufInfo draft = engine::read_gguf_info(*files.draft);
         e.weights += file_bytes(*files.draft);
-        e.kv_per_seq += kv_bytes_per_token(draft) * uint64_t(e.n_ctx);
+        // A head (gemma4's assistant) reads the target's cache and has none of its own.
+        if (!engine::is_head(engine::draft_kind_of(draft.architecture))) {
+            e.kv_per_seq += kv_bytes_per_token(draft) * uint64_t(e.n_ctx);
+        }
         e.draft_out_per_token = out_bytes_per_token(draft);
     }
     if (files.projector) e.weights += file_bytes(*files.projector);

@@ -38,6 +38,10 @@ void add_tokenizer(gguf_context * out, const vocab_file & vocab, const std::opti
 void fill(ggml_tensor * t, const tensor_spec & spec, uint64_t seed) {
     auto * data = static_cast<float *>(t->data);
     const int64_t n = spec.n_elements();
+    if (spec.init == WEIGHT_INIT_CUSTOM) {
+        spec.custom(data);
+        return;
+    }
     if (spec.init != WEIGHT_INIT_UNIFORM) {
         const float value = spec.init == WEIGHT_INIT_ONES ? 1.0f : spec.init == WEIGHT_INIT_CONST ? float(spec.bound) : 0.0f;
         std::fill(data, data + n, value);
@@ -112,6 +116,13 @@ uint64_t gemma4_model_write(const std::string & path, const vocab_file & vocab, 
     gemma4_set_hparams(out.get(), params.hparams, vocab.n_vocab);
     add_tokenizer(out.get(), vocab, params.chat_template);
     return write_with_weights(path, out.get(), gemma4_tensor_specs(params.hparams, vocab.n_vocab), params.seed);
+}
+
+uint64_t gemma4_assistant_write(const std::string & path, const vocab_file & vocab, const gemma4_assistant_spec & spec) {
+    gguf_context_ptr out(gguf_init_empty());
+    gemma4_assistant_set_hparams(out.get(), spec, vocab.n_vocab);
+    add_tokenizer(out.get(), vocab, std::nullopt);
+    return write_with_weights(path, out.get(), gemma4_assistant_tensor_specs(spec, vocab.n_vocab), spec.target_seed);
 }
 
 uint64_t projector_write(const std::string & path, const projector_write_params & params) {

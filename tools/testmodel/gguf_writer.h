@@ -1,6 +1,7 @@
 #pragma once
 
 #include "clip_layout.h"
+#include "gemma4_assistant_layout.h"
 #include "gemma4_layout.h"
 #include "llama_layout.h"
 #include "lora_layout.h"
@@ -40,6 +41,10 @@ struct gemma4_write_params {
 
 // The same for a gemma4-architecture model.
 uint64_t gemma4_model_write(const std::string & path, const vocab_file & vocab, const gemma4_write_params & params);
+
+// A gemma4 assistant (an MTP head) for the gemma4 target that `spec.target` and
+// `spec.target_seed` describe; the vocabulary must be the target's.
+uint64_t gemma4_assistant_write(const std::string & path, const vocab_file & vocab, const gemma4_assistant_spec & spec);
 
 struct projector_write_params {
     clip_hparams_spec hparams;

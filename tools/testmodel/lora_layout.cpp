@@ -16,8 +16,8 @@ std::vector<tensor_spec> lora_tensor_specs(const lora_spec & spec) {
     // alpha = rank the update has the same scale as the base matrix's own output, enough to
     // move greedy choices of a random model.
     const auto pair = [&](std::vector<tensor_spec> & out, const std::string & name, int64_t n_in, int64_t n_out) {
-        out.push_back({name + ".lora_a", {n_in, r}, WEIGHT_INIT_UNIFORM, std::sqrt(3.0 / double(n_in))});
-        out.push_back({name + ".lora_b", {r, n_out}, WEIGHT_INIT_UNIFORM, std::sqrt(3.0 / double(r))});
+        out.push_back({name + ".lora_a", {n_in, r}, WEIGHT_INIT_UNIFORM, std::sqrt(3.0 / double(n_in)), {}});
+        out.push_back({name + ".lora_b", {r, n_out}, WEIGHT_INIT_UNIFORM, std::sqrt(3.0 / double(r)), {}});
     };
     std::vector<tensor_spec> specs;
     for (uint32_t il = 0; il < hp.n_layer; ++il) {

@@ -33,6 +33,8 @@ const char * const usage_text =
     "  specd-testmodel --vocab FILE --out FILE [--arch llama|gemma4|qwen2vl] [--quantize TYPE] [model options]\n"
     "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
     "                  [--extra-layers N] [--draft-type TYPE] [--arch llama|gemma4|qwen2vl] [model options]\n"
+    "  specd-testmodel assistant --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
+    "                  [--hidden-weight W] [--quantize TYPE] [gemma4 model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "  specd-testmodel projector --type gemma3|gemma4v|qwen2.5vl_merger|qwen2vl_merger --n-embd-text N --out FILE\n"
     "                  [options]\n"
@@ -67,6 +69,13 @@ const char * const usage_text =
     "calibration, which then measures the quantized draft), so that it costs a few percent of\n"
     "the target's step, as a real draft does. With --arch gemma4 the draft has at least 3\n"
     "layers, and the target's added layers are scaled through their post norms.\n"
+    "\n"
+    "assistant mode: a gemma4 target and a gemma4-assistant head (an MTP drafter) for it.\n"
+    "The head passes the drafted token's embedding through and repeats the target's output\n"
+    "rows, so it chooses what the target would with all its layers off; the target's layers\n"
+    "are all scaled by alpha, calibrated (as in pair mode, against the target at alpha 0) to\n"
+    "agreement P, or given. The target's hidden state reaches the head's choice through\n"
+    "--hidden-weight (default 0.01) times a random projection. --quantize quantizes both.\n"
     "\n"
     "agreement mode: prints the measured agreement of two existing models.\n"
     "\n"
@@ -106,7 +115,7 @@ struct usage_error : std::runtime_error {
 };
 
 struct cli_options {
-    std::string mode; // "", "pair", "agreement", "projector", "lora" or "image"
+    std::string mode; // "", "pair", "assistant", "agreement", "projector", "lora" or "image"
     std::map<std::string, std::string> values;
 
     bool has(const std::string & key) const { return values.count(key) != 0; }
@@ -129,6 +138,7 @@ cli_options parse_cli(int argc, char ** argv) {
         {"", {"--vocab", "--out", "--arch", "--quantize"}},
         {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha", "--draft-type", "--arch"}},
         {"agreement", {"--draft", "--target", "--seed"}},
+        {"assistant", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
         {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
                        "--n-layer", "--n-head", "--n-ff", "--seed", "--defect"}},
         {"lora", {"--out", "--rank", "--alpha"}},
@@ -141,7 +151,7 @@ cli_options parse_cli(int argc, char ** argv) {
         opts.mode = argv[i++];
     }
     const names & allowed = mode_options.at(opts.mode);
-    const bool with_model_options = opts.mode.empty() || opts.mode == "pair" || opts.mode == "lora";
+    const bool with_model_options = opts.mode.empty() || opts.mode == "pair" || opts.mode == "lora" || opts.mode == "assistant";
     for (; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (arg == "-h" || arg == "--help") {
@@ -396,6 +406,70 @@ int run_pair(const cli_options & opts) {
     return 0;
 }
 
+int run_assistant(const cli_options & opts) {
+    const vocab_file    vocab       = vocab_file_load(opts.required("--vocab"));
+    const std::string & target_path = opts.required("--target");
+    const std::string & out         = opts.required("--out");
+    const bool          calibrate   = !opts.has("--alpha");
+    const double        want        = calibrate ? parse_real(opts, "--agreement", 0.0, 1.0) : 0.0;
+    if (target_path == out) throw usage_error("--target and --out must be different files");
+
+    gemma4_write_params target = parse_gemma4_params(opts);
+    target.hparams.scaled_from_layer = 0; // every layer: at alpha 0 the target is the head's function
+    gemma4_assistant_spec spec;
+    spec.target      = target.hparams;
+    spec.target_seed = target.seed;
+    if (opts.has("--hidden-weight")) spec.hidden_weight = parse_real(opts, "--hidden-weight", 0.0, 10.0);
+    if (const std::string problem = gemma4_assistant_check(spec); !problem.empty()) throw usage_error(problem);
+    const std::optional<std::string> quantize =
+        opts.has("--quantize") ? std::optional(opts.values.at("--quantize")) : std::nullopt;
+
+    gemma4_assistant_write(out, vocab, spec);
+    if (quantize) model_quantize_in_place(out, *quantize);
+    std::printf("wrote %s: %llu bytes, gemma4-assistant, n_vocab %u, n_embd %u (target %u), n_layer %u, n_head %u, "
+                "hidden weight %g, seed %llu\n",
+                out.c_str(), (unsigned long long) std::filesystem::file_size(out), vocab.n_vocab, spec.n_embd(),
+                spec.target.n_embd, spec.n_layer, spec.n_head, spec.hidden_weight, (unsigned long long) target.seed);
+
+    // The reference the target is calibrated against: itself with every layer off.
+    const std::string reference = out + ".reference.tmp";
+    struct Remove {
+        std::string path;
+        ~Remove() { std::filesystem::remove(path); }
+    } remove_reference{reference};
+    target.hparams.residual_scale = 0.0;
+    gemma4_model_write(reference, vocab, target);
+    const agreement_probe probe(reference, probe_tokens(vocab.n_vocab, target.seed));
+
+    uint64_t   target_size  = 0;
+    const auto write_target = [&](double alpha) {
+        target.hparams.residual_scale = alpha;
+        target_size                   = gemma4_model_write(target_path, vocab, target);
+        return target_path;
+    };
+    pair_calibration_result result;
+    if (calibrate) {
+        result = pair_calibrate(probe, want, write_target);
+    } else {
+        result.residual_scale = parse_real(opts, "--alpha", 0.0, 1e6);
+        result.agreement      = probe.measure(write_target(result.residual_scale));
+        result.n_evals        = 1;
+    }
+    if (quantize) {
+        model_quantize_in_place(target_path, *quantize);
+        target_size = std::filesystem::file_size(target_path);
+    }
+    describe(target_path, target_size, vocab, target);
+    std::printf("agreement with the head's function %.4f (alpha %.6g, %zu positions, %d evaluations%s)\n",
+                result.agreement, result.residual_scale, probe.n_positions(), result.n_evals,
+                quantize ? ", measured before quantization" : "");
+    if (calibrate && std::abs(result.agreement - want) > 0.1) {
+        std::fprintf(stderr, "error: could not reach agreement %.3f (closest: %.3f)\n", want, result.agreement);
+        return 1;
+    }
+    return 0;
+}
+
 int run_agreement(const cli_options & opts) {
     const std::string & draft_path  = opts.required("--draft");
     const std::string & target_path = opts.required("--target");
@@ -487,6 +561,8 @@ int main(int argc, char ** argv) {
         const cli_options opts = parse_cli(argc, argv);
         if (opts.mode == "pair") {
             rc = run_pair(opts);
+        } else if (opts.mode == "assistant") {
+            rc = run_assistant(opts);
         } else if (opts.mode == "agreement") {
             rc = run_agreement(opts);
         } else if (opts.mode == "projector") {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@ enum weight_init {
     WEIGHT_INIT_ZEROS,   // biases
     WEIGHT_INIT_UNIFORM, // uniform in [-bound, bound)
     WEIGHT_INIT_CONST,   // every value `bound` (a scaled norm)
+    WEIGHT_INIT_CUSTOM,  // written by `custom` (weights with a structure: copies, identities)
 };
 
 // One F32 tensor of a fixture model.
@@ -18,6 +20,8 @@ struct tensor_spec {
     std::vector<int64_t> ne; // ggml order, 1 to 4 dims: ne[0] is the row length (the input dimension)
     weight_init          init  = WEIGHT_INIT_ONES;
     double               bound = 0.0;
+    // WEIGHT_INIT_CUSTOM: fills all n_elements() values, in ggml order.
+    std::function<void(float *)> custom;
 
     int64_t n_elements() const {
         int64_t n = 1;
@@ -31,13 +35,16 @@ struct tensor_spec {
 // Uniform weights of standard deviation `std` lie in [-std * sqrt(3), std * sqrt(3)).
 inline double uniform_bound(double std) { return std * std::sqrt(3.0); }
 
-inline tensor_spec ones_spec(std::string name, int64_t n) { return {std::move(name), {n}, WEIGHT_INIT_ONES, 0.0}; }
-inline tensor_spec zeros_spec(std::string name, int64_t n) { return {std::move(name), {n}, WEIGHT_INIT_ZEROS, 0.0}; }
+inline tensor_spec ones_spec(std::string name, int64_t n) { return {std::move(name), {n}, WEIGHT_INIT_ONES, 0.0, {}}; }
+inline tensor_spec zeros_spec(std::string name, int64_t n) { return {std::move(name), {n}, WEIGHT_INIT_ZEROS, 0.0, {}}; }
 inline tensor_spec const_spec(std::string name, int64_t n, double value) {
-    return {std::move(name), {n}, WEIGHT_INIT_CONST, value};
+    return {std::move(name), {n}, WEIGHT_INIT_CONST, value, {}};
+}
+inline tensor_spec custom_spec(std::string name, std::vector<int64_t> ne, std::function<void(float *)> fill) {
+    return {std::move(name), std::move(ne), WEIGHT_INIT_CUSTOM, 0.0, std::move(fill)};
 }
 inline tensor_spec uniform_spec(std::string name, std::vector<int64_t> ne, double bound) {
-    return {std::move(name), std::move(ne), WEIGHT_INIT_UNIFORM, bound};
+    return {std::move(name), std::move(ne), WEIGHT_INIT_UNIFORM, bound, {}};
 }
 // A matrix with rows of n_in values (the input dimension), n_out of them.
 inline tensor_spec matrix_spec(std::string name, int64_t n_in, int64_t n_out, double bound) {

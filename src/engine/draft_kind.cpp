@@ -1,0 +1,68 @@
+#include "engine/draft_kind.h"
+
+#include <optional>
+
+namespace specd::engine {
+
+namespace {
+
+std::optional<int64_t> meta_int(const GgufInfo & info, const std::string & key) {
+    for (const auto & e : info.metadata) {
+        if (e.key != key) continue;
+        if (const auto * v = std::get_if<int64_t>(&e.value)) return *v;
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+DraftKind draft_kind_of(std::string_view architecture) {
+    if (architecture == "gemma4-assistant") return DraftKind::gemma4_assistant;
+    if (architecture == "eagle3") return DraftKind::eagle3;
+    if (architecture == "dflash") return DraftKind::dflash;
+    return DraftKind::model;
+}
+
+std::string_view draft_kind_name(DraftKind kind) {
+    switch (kind) {
+        case DraftKind::model: return "draft-model";
+        case DraftKind::gemma4_assistant: return "gemma4-assistant";
+        case DraftKind::eagle3: return "eagle3";
+        case DraftKind::dflash: return "dflash";
+    }
+    return "draft-model";
+}
+
+std::string draft_refusal(const GgufInfo & target, const GgufInfo & draft) {
+    switch (draft_kind_of(draft.architecture)) {
+        case DraftKind::model: return "";
+        case DraftKind::eagle3:
+        case DraftKind::dflash:
+            return "a " + draft.architecture + " drafter is not supported by specd yet (supported: a draft model, gemma4-assistant)";
+        case DraftKind::gemma4_assistant: break;
+    }
+    // The assistant reads the target's KV cache and hidden state: only a gemma4 target has
+    // the layers and the width it was trained on.
+    if (target.architecture != "gemma4") {
+        return "a gemma4-assistant drafts for gemma4 models only, not " + target.architecture;
+    }
+    const auto hidden = meta_int(draft, "gemma4-assistant.embedding_length_out");
+    const auto width  = meta_int(target, "gemma4.embedding_length");
+    if (!hidden || !width || *hidden != *width) {
+        return "the assistant was made for a hidden size of " + (hidden ? std::to_string(*hidden) : std::string("?")) +
+               ", the model's is " + (width ? std::to_string(*width) : std::string("?"));
+    }
+    // Per-layer arrays (as real gemma4 models may carry) are left to libllama's own checks.
+    const auto differ = [&](const std::string & key) {
+        const auto a = meta_int(draft, "gemma4-assistant." + key);
+        const auto b = meta_int(target, "gemma4." + key);
+        return a && b && *a != *b;
+    };
+    if (differ("attention.head_count_kv") || differ("attention.key_length") || differ("attention.key_length_swa")) {
+        return "the assistant's attention does not match the model's KV cache (KV heads or head size differ)";
+    }
+    return "";
+}
+
+} // namespace specd::engine
