@@ -13,7 +13,7 @@ json live_json(const engine::LiveCounters & live) {
     return {{"generated", live.generated},     {"rounds", live.rounds},
             {"drafted", live.drafted},         {"accepted", live.accepted},
             {"forced", live.forced},           {"forced_accepted", live.forced_accepted},
-            {"depth", live.depth}};
+            {"draft_decodes", live.draft_decodes}, {"depth", live.depth}};
 }
 
 } // namespace

@@ -23,6 +23,7 @@ void LiveCounters::add(const LiveCounters & other) {
     accepted += other.accepted;
     forced += other.forced;
     forced_accepted += other.forced_accepted;
+    draft_decodes += other.draft_decodes;
     if (depth.size() < other.depth.size()) depth.resize(other.depth.size(), 0);
     for (size_t k = 0; k < other.depth.size(); ++k) depth[k] += other.depth[k];
 }

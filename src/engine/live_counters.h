@@ -14,6 +14,10 @@ struct LiveCounters {
     int64_t              accepted        = 0; // of those, accepted
     int64_t              forced          = 0; // grammar-forced tokens verified
     int64_t              forced_accepted = 0; // of those, accepted
+    // Decodes of the draft model's or head's context: one per draft position for all the
+    // sequences drafting in a step (engine/draft_context.h), so fewer than `drafted` when
+    // sequences draft together.
+    int64_t              draft_decodes   = 0;
     std::vector<int64_t> depth;               // [k]: rounds that drafted k tokens
 
     void add_round(int64_t committed, int n_drafted, int n_accepted, int n_forced, int n_forced_accepted);

@@ -366,10 +366,12 @@ std::vector<SeqFinished> Session::step() {
     // drafted tokens.
     int64_t draft_ns = 0;
     if (!jobs.empty() || !head_jobs.empty()) {
-        const int64_t t0 = now_ns();
+        const int64_t t0      = now_ns();
+        const int64_t before  = draft_decodes();
         DraftModel::propose_together(jobs);
         HeadDraft::propose_together(head_jobs);
         draft_ns = now_ns() - t0;
+        live_.draft_decodes += draft_decodes() - before;
     }
     size_t drafted = 0;
     for (const DraftJob & j : jobs) drafted += j.out.tokens.size();

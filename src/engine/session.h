@@ -116,6 +116,9 @@ class Session {
     int32_t              one_token_threads();
     void                 one_token_step(int32_t n_threads, double step_s);
     static bool          abort_step(void * session);
+    int64_t              draft_decodes() const {
+        return draft_ctx_ ? draft_ctx_->decodes() : head_ctx_ ? head_ctx_->decodes() : 0;
+    }
 
     std::shared_ptr<Model>                     model_;
     std::shared_ptr<Model>                     draft_model_;

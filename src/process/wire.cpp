@@ -703,6 +703,7 @@ json live_to_json(const engine::LiveCounters & c) {
             {"accepted", c.accepted},
             {"forced", c.forced},
             {"forced_accepted", c.forced_accepted},
+            {"draft_decodes", c.draft_decodes},
             {"depth", c.depth}};
 }
 
@@ -714,6 +715,7 @@ engine::LiveCounters live_from_json(const json & j) {
     c.accepted        = int_field<int64_t>(j, "accepted");
     c.forced          = int_field<int64_t>(j, "forced");
     c.forced_accepted = int_field<int64_t>(j, "forced_accepted");
+    c.draft_decodes   = int_field<int64_t>(j, "draft_decodes");
     c.depth           = int_list<int64_t>(j, "depth");
     return c;
 }

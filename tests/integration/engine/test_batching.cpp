@@ -77,12 +77,18 @@ void run_batched(Session & s, const std::vector<Job> & js, std::vector<std::uniq
     }
 }
 
-} // namespace
-
-TEST(Batching, FourSequencesAnswerAsOneAtATime) {
-    auto model = fixtures::shared_model("pair-target.gguf");
-    auto draft = fixtures::shared_model("pair-draft.gguf");
-    const auto js = jobs();
+// Every job alone, then four sequences at once (and staggered): the same texts. Drafting
+// together costs one draft decode per draft position for all the sequences drafting in a
+// step (engine/draft_context.h), so with four started at once the decodes are fewer than the
+// tokens drafted.
+// `fixed_k`: the depth of every job that drafts (none: the adaptive controller's).
+void expect_batched_as_alone(const char * target, const char * drafter, std::optional<int> fixed_k) {
+    auto model = fixtures::shared_model(target);
+    auto draft = fixtures::shared_model(drafter);
+    std::vector<Job> js = jobs();
+    for (Job & j : js) {
+        if (fixed_k && j.opts.draft_num_predict != 0) j.opts.draft_fixed_k = fixed_k;
+    }
 
     std::vector<fixtures::Output> solo;
     {
@@ -104,7 +110,23 @@ TEST(Batching, FourSequencesAnswerAsOneAtATime) {
         }
         EXPECT_EQ(got[2]->text.substr(0, 1), "{") << "the grammar held in the batch: " << got[2]->text;
         EXPECT_GT(got[0]->result.speculation.drafted, 0) << "the draft model ran inside the batch";
+        if (stagger == js.size()) {
+            EXPECT_LT(four.live().draft_decodes, four.live().drafted) << "the sequences drafted one by one";
+        }
     }
+}
+
+} // namespace
+
+// With a draft model (its depth chosen as the server chooses it) and with gemma4's assistant
+// (a head over the target's hidden state) at a fixed depth: the fixture head's step costs
+// more than its tiny target's (a 262k vocabulary), so the controller would not draft with it.
+TEST(Batching, FourSequencesAnswerAsOneAtATime) {
+    expect_batched_as_alone("pair-target.gguf", "pair-draft.gguf", std::nullopt);
+}
+
+TEST(Batching, FourSequencesDraftingWithAHeadAnswerAsOneAtATime) {
+    expect_batched_as_alone("gemma4-head-target.gguf", "gemma4-assistant.gguf", 3);
 }
 
 TEST(Batching, MoreRequestsThanSequencesReuseFreedOnes) {

@@ -288,6 +288,7 @@ Event full_done_event() {
     r.grammar_drafts                    = {41, 42, 43, 44, 45, 46};
     r.k_histogram                       = {0, 51, 52, int64_t(1) << 40};
     r.context                           = {61, -62, 63};
+    r.drafter                           = "gemma4-assistant";
     e.done.load_ns                      = 71;
     e.done.total_ns                     = int64_t(72) << 33;
 
@@ -354,6 +355,7 @@ void expect_same_event(const Event & got, const Event & want) {
     EXPECT_EQ(r.grammar_drafts.grammar_ns, w.grammar_drafts.grammar_ns);
     EXPECT_EQ(r.k_histogram, w.k_histogram);
     EXPECT_EQ(r.context, w.context);
+    EXPECT_EQ(r.drafter, w.drafter);
     EXPECT_EQ(got.done.load_ns, want.done.load_ns);
     EXPECT_EQ(got.done.total_ns, want.done.total_ns);
     ASSERT_EQ(got.done.embeddings.size(), want.done.embeddings.size());
@@ -382,7 +384,7 @@ LoadedInfo full_loaded() {
     info.kv_cache_type      = "q8_0";
     info.running            = 3;
     info.queued             = 5;
-    info.live               = {101, 102, 103, 104, 105, 106, {0, 107, 108}};
+    info.live               = {101, 102, 103, 104, 105, 106, 109, {0, 107, 108}};
     return info;
 }
 
@@ -409,6 +411,7 @@ void expect_same_loaded(const LoadedInfo & got, const LoadedInfo & want) {
     EXPECT_EQ(got.live.accepted, want.live.accepted);
     EXPECT_EQ(got.live.forced, want.live.forced);
     EXPECT_EQ(got.live.forced_accepted, want.live.forced_accepted);
+    EXPECT_EQ(got.live.draft_decodes, want.live.draft_decodes);
     EXPECT_EQ(got.live.depth, want.live.depth);
 }
 
