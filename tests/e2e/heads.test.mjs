@@ -1,0 +1,111 @@
+// Draft heads through the real server: gemma4's assistant (an MTP head that reads the target's
+// hidden state and KV cache) as a Modelfile DRAFT. /api/show names the kind, create refuses a
+// head that cannot draft for its model, and with the head drafting the answers are the ones
+// without it: greedy, seeded sampling, a JSON schema, after an image, from the prompt cache.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe } from 'node:test';
+import { b64, bmp } from './images.mjs';
+import { fixture, runCli, test, useServer } from './harness.mjs';
+
+const head = {
+  name: 'g4', from: 'gemma4-head-target.gguf',
+  lines: [`DRAFT ${fixture('gemma4-assistant.gguf')}`, `FROM ${fixture('gemma4-mmproj.gguf')}`],
+};
+const greedy = (n, extra = {}) => ({ temperature: 0, num_predict: n, ...extra });
+// The fixture head's step costs more than its tiny target's (both read a 262k vocabulary), so
+// the depth controller would rightly not draft: these tests fix the depth.
+const depth = (n, extra = {}) => greedy(n, { draft_depth: 3, ...extra });
+const off = (n, extra = {}) => greedy(n, { draft_num_predict: 0, ...extra });
+
+describe('draft heads', () => {
+  const h = useServer({ models: [head], env: { SPECD_NUM_PARALLEL: '1' } });
+
+  test('/api/show names the draft kind', async () => {
+    const r = await (await fetch(`${h.srv.url}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'g4' }) })).json();
+    assert.equal(r.draft.kind, 'gemma4-assistant');
+    assert.equal(r.draft.architecture, 'gemma4-assistant');
+    assert.ok(r.capabilities.includes('vision'));
+  });
+
+  test('greedy: the same text with the head on and off; the head drafts and is accepted', async () => {
+    const { client } = h.srv;
+    for (const prompt of ['Once upon a time', 'List the planets']) {
+      const on = await client.generate({ model: 'g4', prompt, stream: false, options: depth(64) });
+      const no = await client.generate({ model: 'g4', prompt, stream: false, options: off(64) });
+      assert.equal(on.response, no.response, prompt);
+      assert.equal(on.speculation.drafter, 'gemma4-assistant');
+      assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
+      // The fixture head agrees with its target on ~80% of tokens.
+      assert.ok(on.speculation.accepted / on.speculation.drafted > 0.4, JSON.stringify(on.speculation));
+      assert.equal(no.speculation.drafted, 0);
+    }
+  });
+
+  test('seeded sampling: one text for a seed, drafting or not', async () => {
+    const { client } = h.srv;
+    const opts = { temperature: 0.9, top_k: 20, seed: 42, num_predict: 48 };
+    const on = await client.generate({ model: 'g4', prompt: 'Tell me', stream: false, options: { ...opts, draft_depth: 3 } });
+    const no = await client.generate({ model: 'g4', prompt: 'Tell me', stream: false, options: { ...opts, draft_num_predict: 0 } });
+    assert.equal(on.response, no.response);
+    assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
+  });
+
+  test('a JSON schema: valid, and the same with the head on and off', async () => {
+    const { client } = h.srv;
+    const format = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 }, ok: { type: 'boolean' } },
+      required: ['n', 'ok'] };
+    const on = await client.generate({ model: 'g4', prompt: 'Answer:', format, stream: false, options: depth(60) });
+    const no = await client.generate({ model: 'g4', prompt: 'Answer:', format, stream: false, options: off(60) });
+    assert.equal(on.response, no.response);
+    const j = JSON.parse(on.response);
+    assert.equal(typeof j.n, 'number');
+    assert.equal(typeof j.ok, 'boolean');
+    assert.ok(on.speculation.forced > 0 || on.speculation.drafted > 0, JSON.stringify(on.speculation));
+  });
+
+  test('after an image: the same text, and the head still drafts (it reads the target)', async () => {
+    const { client } = h.srv;
+    const images = [b64(bmp(96, 64, 3))];
+    const ask = (options) => client.chat({ model: 'g4', stream: false, options,
+      messages: [{ role: 'user', content: 'What is in this picture?', images }] });
+    const no = await ask(off(48));
+    const on = await ask(depth(48));
+    assert.equal(on.message.content, no.message.content);
+    assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
+    assert.ok(on.speculation.accepted / on.speculation.drafted > 0.4, JSON.stringify(on.speculation));
+  });
+
+  test('from the prompt cache: the head drafts on after the target state is restored', async () => {
+    const { client } = h.srv;
+    const first = { role: 'user', content: 'Name a colour. '.repeat(12) };
+    const a = await client.chat({ model: 'g4', stream: false, options: depth(24), messages: [first] });
+    // Another prompt takes the only sequence; the chat's state is in the prompt cache then.
+    await client.generate({ model: 'g4', prompt: 'Something else entirely', stream: false, options: off(8) });
+    const messages = [first, a.message, { role: 'user', content: 'And another?' }];
+    const on = await client.chat({ model: 'g4', stream: false, options: depth(32), messages });
+    const no = await client.chat({ model: 'g4', stream: false, options: off(32), messages });
+    assert.equal(on.message.content, no.message.content);
+    // The first turn and its answer (over 80 tokens) came back from the cache: only the new
+    // turn was evaluated.
+    assert.ok(on.prompt_eval_count < 60, `prompt_eval_count ${on.prompt_eval_count}`);
+    assert.ok(on.speculation.drafted > 0 && on.speculation.accepted > 0, JSON.stringify(on.speculation));
+  });
+
+  test('a head for another architecture is refused at create with a 400', async () => {
+    const { env } = h.srv;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-head-'));
+    try {
+      const file = path.join(dir, 'Modelfile');
+      // A llama model: the kind's check comes before the vocabularies are compared.
+      fs.writeFileSync(file, `FROM ${fixture('vision-text.gguf')}\nDRAFT ${fixture('gemma4-assistant.gguf')}\n`);
+      const r = await runCli(['create', 'wrong-head', '-f', file], { env });
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /DRAFT cannot be used with this model: a gemma4-assistant drafts for gemma4 models only/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
