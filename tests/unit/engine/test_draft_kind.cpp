@@ -1,0 +1,58 @@
+// What a DRAFT GGUF is, told from its architecture, and when a head cannot draft for a model.
+#include "engine/draft_kind.h"
+
+#include <gtest/gtest.h>
+
+using namespace specd::engine;
+
+namespace {
+
+GgufInfo info(std::string arch, std::vector<std::pair<std::string, int64_t>> ints) {
+    GgufInfo g;
+    g.architecture = std::move(arch);
+    for (auto & [k, v] : ints) g.metadata.push_back({k, v});
+    return g;
+}
+
+GgufInfo gemma4(int64_t width) {
+    return info("gemma4", {{"gemma4.embedding_length", width}, {"gemma4.attention.head_count_kv", 2},
+                           {"gemma4.attention.key_length", 16}});
+}
+
+GgufInfo assistant(int64_t hidden, int64_t kv_heads = 2) {
+    return info("gemma4-assistant", {{"gemma4-assistant.embedding_length", 96},
+                                     {"gemma4-assistant.embedding_length_out", hidden},
+                                     {"gemma4-assistant.attention.head_count_kv", kv_heads},
+                                     {"gemma4-assistant.attention.key_length", 16}});
+}
+
+} // namespace
+
+TEST(DraftKind, ToldFromTheArchitecture) {
+    EXPECT_EQ(draft_kind_of("llama"), DraftKind::model);
+    EXPECT_EQ(draft_kind_of("gemma4"), DraftKind::model);
+    EXPECT_EQ(draft_kind_of("gemma4-assistant"), DraftKind::gemma4_assistant);
+    EXPECT_EQ(draft_kind_of("eagle3"), DraftKind::eagle3);
+    EXPECT_EQ(draft_kind_of("dflash"), DraftKind::dflash);
+    EXPECT_EQ(draft_kind_name(DraftKind::model), "draft-model");
+    EXPECT_EQ(draft_kind_name(DraftKind::gemma4_assistant), "gemma4-assistant");
+    EXPECT_FALSE(is_head(DraftKind::model));
+    EXPECT_TRUE(is_head(DraftKind::gemma4_assistant));
+}
+
+TEST(DraftKind, AnAssistantDraftsForAGemma4OfItsWidth) {
+    EXPECT_EQ(draft_refusal(gemma4(64), assistant(64)), "");
+    EXPECT_NE(draft_refusal(gemma4(64), assistant(128)).find("hidden size of 128, the model's is 64"), std::string::npos);
+    EXPECT_NE(draft_refusal(gemma4(64), assistant(64, 4)).find("KV cache"), std::string::npos);
+    EXPECT_NE(draft_refusal(info("llama", {{"llama.embedding_length", 64}}), assistant(64)).find("gemma4 models only"),
+              std::string::npos);
+}
+
+TEST(DraftKind, ADraftModelIsLeftToTheVocabularyCheck) {
+    EXPECT_EQ(draft_refusal(gemma4(64), info("llama", {})), "");
+}
+
+TEST(DraftKind, HeadsNotServedYetAreRefusedByName) {
+    EXPECT_NE(draft_refusal(gemma4(64), info("eagle3", {})).find("eagle3 drafter is not supported"), std::string::npos);
+    EXPECT_NE(draft_refusal(gemma4(64), info("dflash", {})).find("dflash drafter is not supported"), std::string::npos);
+}
