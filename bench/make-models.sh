@@ -24,7 +24,8 @@ generate() { # LABEL FILE STAMP ARGS
 # A pair may override the shape's extra_layers and draft_layers, quantize its draft
 # ("draft_type": "q4_0", so that its draft costs a few percent of the target's step, as real
 # drafts do), and name another architecture ("arch": "gemma4" or "qwen2vl"), vocabulary and
-# chat template (a file under the vocabulary folder's templates/).
+# chat template (a file under the vocabulary folder's templates/). A pair with "assistant": true
+# is a gemma4 target and its gemma4-assistant head instead (specd-testmodel assistant).
 for pair in $(q "Object.keys(s.pairs).join(' ')"); do
   agreement=$(q "s.pairs['$pair'].agreement")
   seed=$(q "s.pairs['$pair'].seed")
@@ -38,6 +39,14 @@ for pair in $(q "Object.keys(s.pairs).join(' ')"); do
   pair_vocab="$vocab_dir/$(q "s.pairs['$pair'].vocab ?? s.shape.vocab")"
   template=$(q "s.pairs['$pair'].chat_template ?? ''")
   [ -z "$template" ] || shape="$shape --chat-template $vocab_dir/templates/$template"
+  if [ "$(q "s.pairs['$pair'].assistant ? 'yes' : 'no'")" = yes ]; then
+    # A gemma4 target of "layers" layers and a gemma4-assistant head for it (written as the
+    # pair's draft), the target's layers scaled until the head agrees on `agreement`.
+    layers=$(q "s.pairs['$pair'].layers")
+    generate "$pair (assistant, agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \
+      "assistant --vocab $pair_vocab --target $out/$pair-target.gguf --out $out/$pair-draft.gguf --agreement $agreement --seed $seed --n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $layers"
+    continue
+  fi
   generate "$pair (agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \
     "pair --vocab $pair_vocab --target $out/$pair-target.gguf --draft $out/$pair-draft.gguf --agreement $agreement --seed $seed $shape"
 done

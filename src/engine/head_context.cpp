@@ -12,8 +12,8 @@
 namespace specd::engine {
 
 HeadContext::HeadContext(std::shared_ptr<Model> head, DraftKind kind, const Model & target, llama_context * target_ctx,
-                         uint32_t n_ctx, int n_seq, int32_t n_batch) :
-    model_(std::move(head)), kind_(kind), capacity_(std::max(1, n_batch)) {
+                         uint32_t n_ctx, int n_seq) :
+    model_(std::move(head)), kind_(kind), capacity_(std::max(1, n_seq)) {
     if (kind_ != DraftKind::gemma4_assistant) {
         throw bad_request("a " + std::string(draft_kind_name(kind_)) + " drafter is not supported by specd yet");
     }

@@ -19,11 +19,14 @@ namespace specd::engine {
 
 class HeadContext {
   public:
-    // `target_ctx` is the target's context (n_seq sequences of n_ctx tokens, batches of
-    // n_batch): it must outlive this one. Throws specd::Error(bad_request) when the head
-    // cannot draft for the target (vocabulary, width) or its context cannot be created.
+    // `target_ctx` is the target's context (n_seq sequences of n_ctx tokens): it must outlive
+    // this one. A decode holds one token per sequence (each step reads the hidden state the
+    // step before produced), so the head's batch, and its logits buffer, is n_seq tokens: a
+    // 262k vocabulary's logits for the target's whole batch would be hundreds of megabytes.
+    // Throws specd::Error(bad_request) when the head cannot draft for the target
+    // (vocabulary, width) or its context cannot be created.
     HeadContext(std::shared_ptr<Model> head, DraftKind kind, const Model & target, llama_context * target_ctx,
-                uint32_t n_ctx, int n_seq, int32_t n_batch);
+                uint32_t n_ctx, int n_seq);
 
     llama_context *      get() const { return ctx_.get(); }
     const Model &        model() const { return *model_; }
