@@ -59,6 +59,9 @@ TEST(LoadEstimate, ComputeGrowsWithTheBatchAndTheContext) {
     e.draft_out_per_token = e.out_per_token;
     EXPECT_EQ(e.compute(2), 512 * e.out_per_token * 2);
     EXPECT_EQ(e.compute(4), 512 * e.out_per_token * 2);
+    // A head's decodes hold one token per sequence: its output for n_seq tokens only.
+    e.draft_is_head = true;
+    EXPECT_EQ(e.compute(4), 512 * e.out_per_token + 4 * e.out_per_token);
 }
 
 TEST(LoadEstimate, AContextOverTheCeilingIsABadRequestNamingIt) {
