@@ -78,7 +78,7 @@ function startServer(engine, opt, spec, pairName, storeDir) {
     ? startSpecd({ bin: opt.specd, modelsDir: storeDir, name: `bench-${pairName}`, target, draft,
                    threads: engine.num_thread, numCtx, mmproj: mmproj && path.resolve(opt.models, mmproj) })
     : startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
-                         draftNMin: engine.draft_n_min, threads: spec.threads ?? os.cpus().length,
+                         draftNMin: engine.draft_n_min, specType: engine.spec_type, threads: spec.threads ?? os.cpus().length,
                          numCtx, extraArgs: engine.args ?? [] });
 }
 

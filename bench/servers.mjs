@@ -96,7 +96,8 @@ async function loadedThreads(url, name) {
   return ps.models?.find((m) => m.name.startsWith(name))?.threads ?? null;
 }
 
-export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMin, threads, numCtx, parallel, extraArgs = [] }) {
+export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMin, specType = 'draft-simple', threads, numCtx,
+  parallel, extraArgs = [] }) {
   const port = await freePort();
   // As its users start it: the same thread count as specd's machine, the draft's threads left
   // at their default (the target's), its slots at their default (auto: 4 sharing one KV of -c
@@ -106,7 +107,8 @@ export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMi
     '-c', String(numCtx), ...(parallel ? ['-np', String(parallel)] : []), '--no-webui', '--metrics', ...extraArgs];
   // Drafting is off unless a type is named.
   if (draftNMax > 0) {
-    args.push('-md', draft, '--spec-type', 'draft-simple', '--spec-draft-n-max', String(draftNMax));
+    // `specType`: draft-simple for a draft model, draft-mtp for a head (gemma4's assistant).
+    args.push('-md', draft, '--spec-type', specType, '--spec-draft-n-max', String(draftNMax));
     // n-min = n-max fixes the depth: a shorter draft is dropped instead of verified.
     if (draftNMin > 0) args.push('--spec-draft-n-min', String(draftNMin));
   }
