@@ -161,15 +161,14 @@ TEST(Speculation, ContextShiftWithDrafting) {
 
 namespace {
 
-// The two-sample test below, for one target and drafter.
-void expect_same_sampled_distribution(const Pair & p) {
+// The two-sample test below, for one target and drafter, over `n_seeds` seeds each way.
+void expect_same_sampled_distribution(const Pair & p, int n_seeds) {
     auto    target = fixtures::shared_model(p.target);
     auto    draft  = fixtures::shared_model(p.draft);
     Session plain(target, ctx(128));
     Session spec(target, ctx(128), draft);
     const auto tokens = target->tokenize("Hello", true, true);
 
-    constexpr int n_seeds = 600;
     constexpr int probe   = 2; // the third generated token: drafted (k=2 after the first token)
     std::map<llama_token, std::array<int, 2>> counts;
     int64_t drafted = 0;
@@ -223,10 +222,11 @@ void expect_same_sampled_distribution(const Pair & p) {
 // chi-square test on the token at a drafted position, over many seeds, with and without
 // drafting. (With the default seeded draw the tokens are identical: test_seeded_sampling.)
 TEST(Speculation, SampledOutputHasTheSameDistribution) {
-    for (const Pair & p : {k_pairs[0], k_pairs[2]}) {
-        SCOPED_TRACE(p.draft);
-        expect_same_sampled_distribution(p);
-    }
+    expect_same_sampled_distribution(k_pairs[0], 600);
+    // The head's path differs from the draft model's only in how q is drawn (its decodes are
+    // 262k-vocabulary ones, so fewer seeds: the test's cost in the sanitizer build).
+    SCOPED_TRACE("gemma4-assistant");
+    expect_same_sampled_distribution(k_pairs[2], 300);
 }
 
 TEST(Speculation, DraftWithAnotherVocabularyIsRefused) {
