@@ -7,6 +7,8 @@
 #   scripts/bench.sh bench/speculation.json --cells bbox-medium --runs 1 --num-predict 64 --out /tmp/bench
 # `scripts/bench.sh bench/loading.json`: plain decode with the weights read into memory and
 # mapped from their file, for specd and llama-server each (bench/results/loading.md).
+# `scripts/bench.sh bench/heads.json`: gemma4's assistant (a draft head) on the image cells and
+# beside llama-server's draft-mtp (bench/results/heads.md).
 # `scripts/bench.sh grammar` instead times the grammar's operations per token on a 32k and a
 # 151k vocabulary for the cell file's schemas (bench/results/grammar-cost.md).
 # `scripts/bench.sh cache [--prefix-tokens N] [--runs N]` times the first token with a long
