@@ -1,21 +1,6 @@
 #include "engine/draft_kind.h"
 
-#include <optional>
-
 namespace specd::engine {
-
-namespace {
-
-std::optional<int64_t> meta_int(const GgufInfo & info, const std::string & key) {
-    for (const auto & e : info.metadata) {
-        if (e.key != key) continue;
-        if (const auto * v = std::get_if<int64_t>(&e.value)) return *v;
-        return std::nullopt;
-    }
-    return std::nullopt;
-}
-
-} // namespace
 
 DraftKind draft_kind_of(std::string_view architecture) {
     if (architecture == "gemma4-assistant") return DraftKind::gemma4_assistant;
@@ -47,16 +32,16 @@ std::string draft_refusal(const GgufInfo & target, const GgufInfo & draft) {
     if (target.architecture != "gemma4") {
         return "a gemma4-assistant drafts for gemma4 models only, not " + target.architecture;
     }
-    const auto hidden = meta_int(draft, "gemma4-assistant.embedding_length_out");
-    const auto width  = meta_int(target, "gemma4.embedding_length");
+    const auto hidden = gguf_int(draft, "gemma4-assistant.embedding_length_out");
+    const auto width  = gguf_int(target, "gemma4.embedding_length");
     if (!hidden || !width || *hidden != *width) {
         return "the assistant was made for a hidden size of " + (hidden ? std::to_string(*hidden) : std::string("?")) +
                ", the model's is " + (width ? std::to_string(*width) : std::string("?"));
     }
     // Per-layer arrays (as real gemma4 models may carry) are left to libllama's own checks.
     const auto differ = [&](const std::string & key) {
-        const auto a = meta_int(draft, "gemma4-assistant." + key);
-        const auto b = meta_int(target, "gemma4." + key);
+        const auto a = gguf_int(draft, "gemma4-assistant." + key);
+        const auto b = gguf_int(target, "gemma4." + key);
         return a && b && *a != *b;
     };
     if (differ("attention.head_count_kv") || differ("attention.key_length") || differ("attention.key_length_swa")) {

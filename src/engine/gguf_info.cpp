@@ -148,6 +148,15 @@ std::string gguf_vocab_mismatch(const std::filesystem::path & a, const std::file
     return "";
 }
 
+std::optional<int64_t> gguf_int(const GgufInfo & info, std::string_view key) {
+    for (const auto & e : info.metadata) {
+        if (e.key != key) continue;
+        if (const auto * v = std::get_if<int64_t>(&e.value)) return *v;
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
 std::string format_parameter_count(uint64_t n) {
     char buf[32];
     if (n >= 1000000000ULL) std::snprintf(buf, sizeof buf, "%.1fB", n / 1e9);

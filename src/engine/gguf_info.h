@@ -3,7 +3,9 @@
 // `create`, `/api/show` and `/api/tags` need to describe a model.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -45,6 +47,9 @@ GgufInfo read_gguf_info(const std::filesystem::path & path, bool verbose = false
 // EOS), else what differs. Reads headers only.
 std::string gguf_vocab_mismatch(const std::filesystem::path & a, const std::filesystem::path & b);
 
+// The integer value of metadata key `key`; nullopt when it is missing or not one integer (a
+// per-layer array, as some architectures carry, is left to the caller's fallback).
+std::optional<int64_t> gguf_int(const GgufInfo & info, std::string_view key);
 // "135.3M", "8.0B": Ollama's parameter_size style.
 std::string format_parameter_count(uint64_t n);
 

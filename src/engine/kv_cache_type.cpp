@@ -49,28 +49,15 @@ const KvCacheType & configured_kv_cache_type() {
     return kv;
 }
 
-namespace {
-
-std::optional<int64_t> meta_int(const GgufInfo & info, const std::string & key) {
-    for (const auto & e : info.metadata) {
-        if (e.key != key) continue;
-        if (const auto * v = std::get_if<int64_t>(&e.value)) return *v;
-        return std::nullopt; // a per-layer array
-    }
-    return std::nullopt;
-}
-
-} // namespace
-
 KvCacheType kv_cache_type_for(const GgufInfo & info, const KvCacheType & wanted) {
     if (wanted.type == GGML_TYPE_F16) return wanted;
     const std::string a      = info.architecture + ".";
-    const int64_t     n_head = std::max<int64_t>(1, meta_int(info, a + "attention.head_count").value_or(1));
-    const int64_t     plain  = meta_int(info, a + "embedding_length").value_or(0) / n_head;
+    const int64_t     n_head = std::max<int64_t>(1, gguf_int(info, a + "attention.head_count").value_or(1));
+    const int64_t     plain  = gguf_int(info, a + "embedding_length").value_or(0) / n_head;
     const int64_t     block  = k_quantized_head_multiple;
     for (const char * key : {"attention.key_length", "attention.value_length", "attention.key_length_swa",
                              "attention.value_length_swa"}) {
-        const auto    given = meta_int(info, a + key);
+        const auto    given = gguf_int(info, a + key);
         const int64_t size  = given ? *given : std::string(key).ends_with("_swa") ? 0 : plain;
         if (size % block != 0) return {GGML_TYPE_F16, wanted.flash};
     }

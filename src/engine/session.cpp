@@ -90,9 +90,9 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     ctx_           = std::move(created.ctx);
     memory_.target = created.bytes;
     if (draft_model_) {
-        draft_kind_ = draft_kind_of(draft_model_->info().architecture);
-        if (is_head(*draft_kind_)) {
-            head_ctx_ = std::make_shared<HeadContext>(draft_model_, *draft_kind_, *model_, ctx_.get(), n_ctx_, n_seq);
+        const DraftKind kind = draft_kind_of(draft_model_->info().architecture);
+        if (is_head(kind)) {
+            head_ctx_ = std::make_shared<HeadContext>(draft_model_, kind, *model_, ctx_.get(), n_ctx_, n_seq);
             memory_.draft = head_ctx_->memory();
         } else {
             draft_ctx_    = std::make_shared<DraftContext>(draft_model_, *model_, n_ctx_, n_seq, batch_.capacity());

@@ -91,8 +91,6 @@ class Session {
     // The thread counts the target and the draft decode with, and how they were chosen.
     const ThreadChoice &   threads() const { return threads_; }
     const ThreadChoice &   draft_threads() const { return draft_threads_; }
-    // What drafts for this session, when something does besides prompt lookup.
-    std::optional<DraftKind> draft_kind() const { return draft_kind_; }
 
     const SessionMemory & memory() const { return memory_; }
     // What this session's requests did so far, round by round.
@@ -128,7 +126,6 @@ class Session {
     context_ptr                                ctx_;
     std::shared_ptr<DraftContext>              draft_ctx_; // shared with the slots' drafts
     std::shared_ptr<HeadContext>               head_ctx_;  // likewise, when the draft is a head
-    std::optional<DraftKind>                   draft_kind_;
     Batch                                      batch_;
     std::vector<std::unique_ptr<SequenceSlot>> slots_;
     spec::DepthPrior                           prior_;

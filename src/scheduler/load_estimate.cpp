@@ -15,24 +15,15 @@ namespace specd::scheduler {
 
 namespace {
 
-std::optional<int64_t> meta_int(const engine::GgufInfo & info, const std::string & key) {
-    for (const auto & e : info.metadata) {
-        if (e.key != key) continue;
-        if (const auto * v = std::get_if<int64_t>(&e.value)) return *v;
-        return std::nullopt; // e.g. a per-layer array: the caller falls back
-    }
-    return std::nullopt;
-}
-
 // K and V bytes per token of context, at f16 (llama.cpp's default cache type).
 uint64_t kv_f16_bytes_per_token(const engine::GgufInfo & info) {
     const std::string a       = info.architecture + ".";
-    const int64_t     n_layer = meta_int(info, a + "block_count").value_or(0);
-    const int64_t     n_embd  = meta_int(info, a + "embedding_length").value_or(0);
-    const int64_t     n_head  = std::max<int64_t>(1, meta_int(info, a + "attention.head_count").value_or(1));
-    const int64_t     n_kv    = meta_int(info, a + "attention.head_count_kv").value_or(n_head);
-    const int64_t     k_len   = meta_int(info, a + "attention.key_length").value_or(n_embd / n_head);
-    const int64_t     v_len   = meta_int(info, a + "attention.value_length").value_or(n_embd / n_head);
+    const int64_t     n_layer = engine::gguf_int(info, a + "block_count").value_or(0);
+    const int64_t     n_embd  = engine::gguf_int(info, a + "embedding_length").value_or(0);
+    const int64_t     n_head  = std::max<int64_t>(1, engine::gguf_int(info, a + "attention.head_count").value_or(1));
+    const int64_t     n_kv    = engine::gguf_int(info, a + "attention.head_count_kv").value_or(n_head);
+    const int64_t     k_len   = engine::gguf_int(info, a + "attention.key_length").value_or(n_embd / n_head);
+    const int64_t     v_len   = engine::gguf_int(info, a + "attention.value_length").value_or(n_embd / n_head);
     return uint64_t(std::max<int64_t>(0, n_layer * n_kv * (k_len + v_len) * 2));
 }
 
@@ -46,12 +37,12 @@ uint64_t kv_bytes_per_token(const engine::GgufInfo & info) {
 // Bytes per token of a decode's output: logits over the vocabulary and the hidden state, f32.
 uint64_t out_bytes_per_token(const engine::GgufInfo & info) {
     const std::string a      = info.architecture + ".";
-    int64_t           n_vocab = meta_int(info, a + "vocab_size").value_or(0);
+    int64_t           n_vocab = engine::gguf_int(info, a + "vocab_size").value_or(0);
     for (const auto & e : info.metadata) {
         if (e.key != "tokenizer.ggml.tokens") continue;
         if (const auto * arr = std::get_if<engine::MetaEntry::Array>(&e.value)) n_vocab = std::max<int64_t>(n_vocab, int64_t(arr->length));
     }
-    const int64_t n_embd = meta_int(info, a + "embedding_length").value_or(0);
+    const int64_t n_embd = engine::gguf_int(info, a + "embedding_length").value_or(0);
     return uint64_t(std::max<int64_t>(0, n_vocab + n_embd)) * 4;
 }
 

@@ -3,7 +3,6 @@
 #include "engine/chat_template.h"
 #include "engine/context_factory.h"
 #include "engine/devices.h"
-#include "engine/draft_kind.h"
 #include "engine/embedder.h"
 #include "engine/kv_cache_type.h"
 #include "engine/model.h"
@@ -109,8 +108,7 @@ std::optional<LoadedInfo> ModelInstance::ensure_loaded(const GenerateRequest & r
         const std::vector<ggml_backend_dev_t> gpus = engine::local_offload_devices();
         // A head cannot be fitted alone (its context is made against the target's): it goes
         // with its layers to the target's GPUs without a share of the fit.
-        const bool head = req.model.draft && engine::is_head(engine::draft_kind_of(engine::read_gguf_info(*req.model.draft).architecture));
-        if (req.model.draft && !gpus.empty() && !head) load_opts.placement.draft = req.model.draft;
+        if (req.model.draft && !gpus.empty() && !est.draft_is_head) load_opts.placement.draft = req.model.draft;
         model_ = engine::Model::load(req.model.gguf, load_opts);
         for (ggml_backend_dev_t d : model_->devices()) {
             if (std::find(gpus.begin(), gpus.end(), d) != gpus.end()) draft_opts.placement.devices.push_back(d);

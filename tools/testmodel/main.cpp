@@ -353,6 +353,18 @@ pair_writer pair_of(const vocab_file & vocab, const Params & draft, uint32_t n_e
     return w;
 }
 
+// The target at the alpha --alpha gives, or at the alpha calibrated to agreement `want`
+// (pair_calibrate) when it gives none; the target on disk is the one returned.
+pair_calibration_result calibrate_or_write(const cli_options & opts, const agreement_probe & probe, double want,
+                                           const std::function<std::string(double)> & write_target) {
+    if (!opts.has("--alpha")) return pair_calibrate(probe, want, write_target);
+    pair_calibration_result result;
+    result.residual_scale = parse_real(opts, "--alpha", 0.0, 1e6);
+    result.agreement      = probe.measure(write_target(result.residual_scale));
+    result.n_evals        = 1;
+    return result;
+}
+
 int run_pair(const cli_options & opts) {
     const vocab_file vocab = vocab_file_load(opts.required("--vocab"));
     const std::string & draft_path  = opts.required("--draft");
@@ -381,14 +393,7 @@ int run_pair(const cli_options & opts) {
     };
 
     const agreement_probe probe(draft_path, probe_tokens(vocab.n_vocab, w.seed));
-    pair_calibration_result result;
-    if (!calibrate) {
-        result.residual_scale = parse_real(opts, "--alpha", 0.0, 1e6);
-        result.agreement      = probe.measure(write_target(result.residual_scale));
-        result.n_evals        = 1;
-    } else {
-        result = pair_calibrate(probe, want, write_target);
-    }
+    const pair_calibration_result result = calibrate_or_write(opts, probe, want, write_target);
     w.describe_target(target_path, target_size);
     if (calibrate) {
         std::printf("agreement %.4f (requested %.4f, alpha %.6g, %zu positions, %d evaluations)\n",
@@ -447,14 +452,7 @@ int run_assistant(const cli_options & opts) {
         target_size                   = gemma4_model_write(target_path, vocab, target);
         return target_path;
     };
-    pair_calibration_result result;
-    if (calibrate) {
-        result = pair_calibrate(probe, want, write_target);
-    } else {
-        result.residual_scale = parse_real(opts, "--alpha", 0.0, 1e6);
-        result.agreement      = probe.measure(write_target(result.residual_scale));
-        result.n_evals        = 1;
-    }
+    const pair_calibration_result result = calibrate_or_write(opts, probe, want, write_target);
     if (quantize) {
         model_quantize_in_place(target_path, *quantize);
         target_size = std::filesystem::file_size(target_path);
