@@ -14,7 +14,10 @@
 //
 //   node bench/concurrency.mjs --specd BIN --llama-server BIN --models DIR --out DIR
 //        [--streams 4] [--num-predict 128] [--runs 5] [--threads NPROC] [--pairs medium,cheap]
-//        [--together]
+//        [--together] [--spec-type draft-simple]
+// --spec-type is how llama-server drafts with the pairs' drafts: draft-simple for a draft
+// model, draft-eagle3 for an EAGLE3 head (bench/eagle3.json's pairs), draft-mtp for gemma4's
+// assistant.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +36,10 @@ const runs = Number(opt('runs', 5));
 const threads = Number(opt('threads', os.cpus().length));
 const pairs = opt('pairs', 'medium,cheap').split(',');
 const together = process.argv.includes('--together');
+const specType = opt('spec-type', 'draft-simple');
+// The report's file names (bench/results/NAME.{md,json}) and the cell file the pairs come from.
+const reportName = opt('name', 'concurrency');
+const cellFile = opt('cells', 'bench/speculation.json');
 const numCtx = 1024; // per sequence
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -101,7 +108,7 @@ function enginesOf(pair, store) {
     // The same single stream on a one-sequence context: what the N-sequence context costs it.
     () => startSpecd({ bin: specdBin, modelsDir: path.join(store, `${pair}-solo`), name: 'pair', target,
       draft, numCtx, env: { SPECD_NUM_PARALLEL: '1', SPECD_PROMPT_CACHE: '0' } }),
-    ...[0, 3, 8].map((k) => () => startLlamaServer({ bin: llamaBin, target, draft, draftNMax: k, threads,
+    ...[0, 3, 8].map((k) => () => startLlamaServer({ bin: llamaBin, target, draft, draftNMax: k, specType, threads,
       numCtx: numCtx * streams, parallel: streams, extraArgs: ['--cache-ram', '0'] })),
   ];
   const engines = [
@@ -202,14 +209,15 @@ async function main() {
   const config = { pairs, streams, num_predict: numPredict, runs, threads, num_ctx_per_sequence: numCtx,
                    machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}`, date: new Date().toISOString().slice(0, 10) };
   fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, 'concurrency.json'), JSON.stringify({ config, results }, null, 2) + '\n');
+  fs.writeFileSync(path.join(outDir, `${reportName}.json`), JSON.stringify({ config, results }, null, 2) + '\n');
   const fmtRange = (r) => (r ? `${r[0].toFixed(1)}-${r[1].toFixed(1)}` : '');
   const md = [
     '# Concurrency: aggregate decode throughput',
     '',
-    `\`scripts/bench.sh concurrency\` (\`node bench/concurrency.mjs --runs ${runs} --num-predict ${numPredict}\`): ` +
+    `\`scripts/bench.sh concurrency\` (\`node bench/concurrency.mjs --runs ${runs} --num-predict ${numPredict}` +
+      `${specType === 'draft-simple' ? '' : ` --spec-type ${specType}`}\`): ` +
       `${streams} concurrent streams of ${numPredict} tokens at temperature 0 against one stream, on the bench pairs ` +
-      `${pairs.join(', ')} of bench/speculation.json. Machine: ${config.machine}. Date: ${config.date}.`,
+      `${pairs.join(', ')} of ${cellFile}. Machine: ${config.machine}. Date: ${config.date}.`,
     'Tokens/s are wall-clock: all tokens / time from the first request to the last answer; medians of ' +
       `${runs} interleaved runs, [slowest-fastest run], after a warm-up on every fresh server: one wave of each shape ` +
       `(1 stream, then ${streams}) per engine. The last ratio row is that warm-up's ${streams}-stream wave: the first one ` +
@@ -240,7 +248,7 @@ async function main() {
       '', '| ratio | median | range |', '|---|---|---|',
       ...ratios.map(([n, v]) => `| ${n} | ${v.value.toFixed(2)}x | ${v.range[0].toFixed(2)}-${v.range[1].toFixed(2)} |`));
   }
-  fs.writeFileSync(path.join(outDir, 'concurrency.md'), md.join('\n') + '\n');
+  fs.writeFileSync(path.join(outDir, `${reportName}.md`), md.join('\n') + '\n');
 }
 
 main().catch((e) => {

@@ -25,7 +25,8 @@ generate() { # LABEL FILE STAMP ARGS
 # ("draft_type": "q4_0", so that its draft costs a few percent of the target's step, as real
 # drafts do), and name another architecture ("arch": "gemma4" or "qwen2vl"), vocabulary and
 # chat template (a file under the vocabulary folder's templates/). A pair with "assistant": true
-# is a gemma4 target and its gemma4-assistant head instead (specd-testmodel assistant).
+# is a gemma4 target and its gemma4-assistant head instead (specd-testmodel assistant); one with
+# "eagle3": true a llama target and an EAGLE3 head for it (specd-testmodel eagle3).
 for pair in $(q "Object.keys(s.pairs).join(' ')"); do
   agreement=$(q "s.pairs['$pair'].agreement")
   seed=$(q "s.pairs['$pair'].seed")
@@ -45,6 +46,14 @@ for pair in $(q "Object.keys(s.pairs).join(' ')"); do
     layers=$(q "s.pairs['$pair'].layers")
     generate "$pair (assistant, agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \
       "assistant --vocab $pair_vocab --target $out/$pair-target.gguf --out $out/$pair-draft.gguf --agreement $agreement --seed $seed --n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $layers"
+    continue
+  fi
+  if [ "$(q "s.pairs['$pair'].eagle3 ? 'yes' : 'no'")" = yes ]; then
+    # A llama target of "layers" layers and an EAGLE3 head for it (written as the pair's
+    # draft), the target's layers scaled until the head agrees on `agreement`.
+    layers=$(q "s.pairs['$pair'].layers")
+    generate "$pair (eagle3, agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \
+      "eagle3 --vocab $pair_vocab --target $out/$pair-target.gguf --out $out/$pair-draft.gguf --agreement $agreement --seed $seed --n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $layers"
     continue
   fi
   generate "$pair (agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \

@@ -8,7 +8,8 @@
 # `scripts/bench.sh bench/loading.json`: plain decode with the weights read into memory and
 # mapped from their file, for specd and llama-server each (bench/results/loading.md).
 # `scripts/bench.sh bench/heads.json`: gemma4's assistant (a draft head) on the image cells and
-# beside llama-server's draft-mtp (bench/results/heads.md).
+# beside llama-server's draft-mtp (bench/results/heads.md); `scripts/bench.sh bench/eagle3.json`
+# the same for an EAGLE3 head beside llama-server's draft-eagle3 (bench/results/eagle3.md).
 # `scripts/bench.sh grammar` instead times the grammar's operations per token on a 32k and a
 # 151k vocabulary for the cell file's schemas (bench/results/grammar-cost.md).
 # `scripts/bench.sh cache [--prefix-tokens N] [--runs N]` times the first token with a long
@@ -16,7 +17,10 @@
 # and a multi-turn chat's hit rate (bench/results/prompt-cache.md).
 # `scripts/bench.sh concurrency [--streams N] [--num-predict N] [--runs N] [--pairs A,B]`
 # compares the aggregate tokens/s of concurrent streams with one stream, specd against
-# llama-server --parallel N without a draft and at depths 3 and 8 (bench/results/concurrency.md).
+# llama-server --parallel N without a draft and at depths 3 and 8 (bench/results/concurrency.md);
+# `scripts/bench.sh concurrency bench/eagle3.json --pairs e3_06,e3_09 --spec-type draft-eagle3
+# --name concurrency-eagle3` the same with an EAGLE3 head (the cell file names the models to
+# generate; --name the report's files).
 # Every anchor runs as its users run it: llama-server built with upstream's default options
 # (scripts/llama.sh server), the same thread count as the machine's CPUs, draft threads left
 # at their default; specd with its own defaults (thread counts measured at load). Each report
@@ -80,7 +84,7 @@ fi
 llama_server="$(bash scripts/llama.sh server)"
 if [ "$mode" = concurrency ]; then
   exec node bench/concurrency.mjs --specd build/bin/specd --llama-server "$llama_server" \
-    --models "$models_dir" --out bench/results "$@"
+    --models "$models_dir" --out bench/results --cells "$cells" "$@"
 fi
 if [ "$mode" = cache ]; then
   exec node bench/prompt_cache.mjs --specd build/bin/specd --llama-server "$llama_server" \

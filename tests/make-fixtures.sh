@@ -42,6 +42,12 @@
 #                                   drafter reading the target's hidden state and KV cache):
 #                                   the head chooses what the target does on ~80% of positions
 #                                   (specd-testmodel assistant); gemma4-mmproj.gguf fits the target
+#   eagle3-target.gguf, eagle3-head.gguf
+#                                   a llama target (phi-3 vocab, n_embd 64, 4 layers, each scaled
+#                                   by alpha 0.0586) and an EAGLE3 head for it (one decoder layer
+#                                   with its own KV cache, fed the inputs of the target's layers
+#                                   0, 2 and 3): the head chooses what the target does on ~80% of
+#                                   positions (specd-testmodel eagle3)
 #   qwen-vl-text.gguf, qwen-vl-mmproj.gguf
 #                                   a qwen2vl text model (qwen2 vocab, Qwen2.5's chat template,
 #                                   n_embd 64, M-RoPE; Q8_0) and a Qwen2.5-VL merger projector for
@@ -135,6 +141,8 @@ fixture gemma4-draft "gemma4-draft.gguf" --arch gemma4 --vocab "$models/ggml-voc
   --out "$out/gemma4-draft.gguf" --seed 6
 fixture gemma4-head "gemma4-head-target.gguf gemma4-assistant.gguf" assistant --vocab "$models/ggml-vocab-gemma-4.gguf" \
   --alpha 0.0254 --quantize q8_0 --seed 6 --target "$out/gemma4-head-target.gguf" --out "$out/gemma4-assistant.gguf"
+fixture eagle3 "eagle3-target.gguf eagle3-head.gguf" eagle3 --vocab "$phi3" --alpha 0.0586 --seed 7 --n-layer 4 \
+  --target "$out/eagle3-target.gguf" --out "$out/eagle3-head.gguf"
 gemma4v_args=(projector --type gemma4v --n-embd-text 64 --seed 6)
 fixture gemma4-mmproj "gemma4-mmproj.gguf" "${gemma4v_args[@]}" --out "$out/gemma4-mmproj.gguf"
 fixture qwen-vl-text "qwen-vl-text.gguf" --arch qwen2vl --vocab "$models/ggml-vocab-qwen2.gguf" \

@@ -1,6 +1,44 @@
 #include "engine/draft_kind.h"
 
+#include <algorithm>
+#include <array>
+
 namespace specd::engine {
+
+namespace {
+
+// The architectures whose graphs in the pinned llama.cpp hand out their layers' inputs
+// (llama_set_embeddings_layer_inp): an EAGLE3 head can read no others (libllama would abort).
+constexpr std::array<std::string_view, 17> k_layer_readable = {
+    "llama",    "qwen3",     "qwen3moe",     "qwen3next", "qwen35",      "qwen35moe",   "qwen4exp",   "gemma4", "gpt-oss",
+    "lfm2",     "deepseek4", "nemotron_h",   "bailingmoe3", "minimax-01", "minimax-m2", "nanbeige", "muse-glimmer",
+};
+
+std::string eagle3_refusal(const GgufInfo & target, const GgufInfo & draft) {
+    if (std::find(k_layer_readable.begin(), k_layer_readable.end(), target.architecture) == k_layer_readable.end()) {
+        return "an eagle3 head cannot read the layers of a " + target.architecture + " model";
+    }
+    const auto hidden = gguf_int(draft, "eagle3.target_hidden_size");
+    const auto width  = gguf_int(target, target.architecture + ".embedding_length");
+    if (!hidden || !width || *hidden != *width) {
+        return "the eagle3 head was made for a hidden size of " + (hidden ? std::to_string(*hidden) : std::string("?")) +
+               ", the model's is " + (width ? std::to_string(*width) : std::string("?"));
+    }
+    return "";
+}
+
+} // namespace
+
+int32_t draft_ubatch(DraftKind kind, int n_seq, int32_t target_tokens) {
+    const int32_t seqs = std::max(n_seq, 1);
+    switch (kind) {
+        case DraftKind::model: return target_tokens;
+        case DraftKind::gemma4_assistant: return seqs;
+        case DraftKind::eagle3:
+        case DraftKind::dflash: return std::min(target_tokens + seqs, std::max(64, seqs));
+    }
+    return target_tokens;
+}
 
 DraftKind draft_kind_of(std::string_view architecture) {
     if (architecture == "gemma4-assistant") return DraftKind::gemma4_assistant;
@@ -22,9 +60,10 @@ std::string_view draft_kind_name(DraftKind kind) {
 std::string draft_refusal(const GgufInfo & target, const GgufInfo & draft) {
     switch (draft_kind_of(draft.architecture)) {
         case DraftKind::model: return "";
-        case DraftKind::eagle3:
+        case DraftKind::eagle3: return eagle3_refusal(target, draft);
         case DraftKind::dflash:
-            return "a " + draft.architecture + " drafter is not supported by specd yet (supported: a draft model, gemma4-assistant)";
+            return "a " + draft.architecture +
+                   " drafter is not supported by specd yet (supported: a draft model, gemma4-assistant, eagle3)";
         case DraftKind::gemma4_assistant: break;
     }
     // The assistant reads the target's KV cache and hidden state: only a gemma4 target has

@@ -12,15 +12,30 @@
 namespace specd::engine {
 
 HeadContext::HeadContext(std::shared_ptr<Model> head, DraftKind kind, const Model & target, llama_context * target_ctx,
-                         uint32_t n_ctx, int n_seq) :
-    model_(std::move(head)), kind_(kind), capacity_(std::max(1, n_seq)) {
-    if (kind_ != DraftKind::gemma4_assistant) {
-        throw bad_request("a " + std::string(draft_kind_name(kind_)) + " drafter is not supported by specd yet");
-    }
+                         uint32_t n_ctx, int n_seq, int32_t target_batch) :
+    model_(std::move(head)), kind_(kind), target_ctx_(target_ctx) {
     if (auto why = vocab_mismatch(target, *model_); !why.empty()) {
         throw bad_request("the draft head cannot be used: " + why);
     }
-    n_embd_ = llama_model_n_embd(target.get());
+    switch (kind_) {
+        case DraftKind::gemma4_assistant: make_assistant(target, target_ctx, n_ctx, n_seq); break;
+        case DraftKind::eagle3: make_eagle3(target, target_ctx, n_ctx, n_seq, target_batch); break;
+        default: throw bad_request("a " + std::string(draft_kind_name(kind_)) + " drafter is not supported by specd yet");
+    }
+    const size_t n = size_t(capacity_);
+    tokens_.resize(n);
+    rows_.resize(n * size_t(n_embd_));
+    pos_.resize(n);
+    n_seq_id_.assign(n, 1);
+    seq_.resize(n);
+    seq_ptr_.resize(n);
+    for (size_t i = 0; i < n; ++i) seq_ptr_[i] = &seq_[i];
+    logits_.assign(n, 1);
+}
+
+void HeadContext::make_assistant(const Model & target, llama_context * target_ctx, uint32_t n_ctx, int n_seq) {
+    capacity_ = std::max(1, n_seq);
+    n_embd_   = llama_model_n_embd(target.get());
     if (llama_model_n_embd_out(model_->get()) != n_embd_) {
         throw bad_request("the draft head was made for a hidden size of " +
                           std::to_string(llama_model_n_embd_out(model_->get())) + ", the model's is " +
@@ -35,35 +50,101 @@ HeadContext::HeadContext(std::shared_ptr<Model> head, DraftKind kind, const Mode
     CreatedContext created = create_context(*model_, cp, "cannot create the draft head's context");
     ctx_    = std::move(created.ctx);
     memory_ = created.bytes;
-    // The target outputs its hidden state for every token of a batch (not only those with
-    // logits): a round's accepted prefix ends anywhere in it.
     llama_set_embeddings_nextn(target_ctx, true, /*masked=*/false);
     llama_set_embeddings_nextn(ctx_.get(), true, /*masked=*/true);
+}
 
-    const size_t n = size_t(capacity_);
-    tokens_.resize(n);
-    rows_.resize(n * size_t(n_embd_));
-    pos_.resize(n);
-    n_seq_id_.assign(n, 1);
-    seq_.resize(n);
-    seq_ptr_.resize(n);
-    for (size_t i = 0; i < n; ++i) seq_ptr_[i] = &seq_[i];
-    logits_.assign(n, 1);
+void HeadContext::make_eagle3(const Model & target, llama_context * target_ctx, uint32_t n_ctx, int n_seq,
+                              int32_t target_batch) {
+    const llama_model * head = model_->get();
+    n_embd_target_  = llama_model_n_embd(target.get());
+    n_layer_target_ = llama_model_n_layer(target.get());
+    const int32_t * ids = llama_model_target_layer_ids(head);
+    const uint32_t  n   = llama_model_target_layer_ids_n(head);
+    layers_.assign(ids, ids + n);
+    if (layers_.size() != 3) throw bad_request("the EAGLE3 head does not name three target layers to read");
+    for (int32_t l : layers_) {
+        // libllama aborts the process on a layer the target does not have.
+        if (l < 0 || l > n_layer_target_) {
+            throw bad_request("the EAGLE3 head reads layer " + std::to_string(l) + ", the model has " +
+                              std::to_string(n_layer_target_));
+        }
+    }
+    char made_for[32] = {};
+    llama_model_meta_val_str(head, "eagle3.target_hidden_size", made_for, sizeof(made_for));
+    if (std::to_string(n_embd_target_) != made_for) {
+        throw bad_request(std::string("the EAGLE3 head was made for a hidden size of ") + made_for + ", the model's is " +
+                          std::to_string(n_embd_target_));
+    }
+    n_embd_ = llama_model_n_embd(head);
+    // A target decode's pairs plus a bridge per sequence (head_draft.h) in one batch; in
+    // micro-batches small enough that its logits buffer stays small.
+    capacity_               = std::max(1, target_batch) + std::max(1, n_seq);
+    llama_context_params cp = sequences_params(*model_, n_ctx, std::max(1, n_seq), capacity_);
+    cp.n_ubatch  = uint32_t(draft_ubatch(kind_, n_seq, target_batch));
+    cp.ctx_other = target_ctx; // the target's token embedding and output, when the head has none
+    cp.n_threads = cp.n_threads_batch = 1;
+    CreatedContext created = create_context(*model_, cp, "cannot create the draft head's context");
+    ctx_    = std::move(created.ctx);
+    memory_ = created.bytes;
+    for (int32_t l : layers_) {
+        if (l < n_layer_target_) llama_set_embeddings_layer_inp(target_ctx, uint32_t(l), true);
+        else llama_set_embeddings_nextn(target_ctx, true, /*masked=*/false);
+    }
+    llama_set_embeddings_nextn(ctx_.get(), true, /*masked=*/true);
+    features_.resize(size_t(target_batch) * layers_.size() * size_t(n_embd_target_));
+    g_rows_.resize(size_t(target_batch) * size_t(n_embd_));
+}
+
+void HeadContext::after_target_decode(int32_t n_tokens) {
+    g_count_ = 0;
+    if (kind_ != DraftKind::eagle3 || n_tokens <= 0) return;
+    const size_t width = layers_.size() * size_t(n_embd_target_);
+    if (size_t(n_tokens) * width > features_.size()) return;
+    // [n_tokens, 3 x n_embd]: each token's three layer inputs side by side.
+    for (size_t k = 0; k < layers_.size(); ++k) {
+        const float * layer = layers_[k] < n_layer_target_ ? llama_get_embeddings_layer_inp(target_ctx_, uint32_t(layers_[k]))
+                                                           : llama_get_embeddings_nextn(target_ctx_);
+        if (!layer) return;
+        for (int32_t i = 0; i < n_tokens; ++i) {
+            std::memcpy(features_.data() + size_t(i) * width + k * size_t(n_embd_target_),
+                        layer + size_t(i) * size_t(n_embd_target_), size_t(n_embd_target_) * sizeof(float));
+        }
+    }
+    // The encoder takes one micro-batch at a time; each token's row is its own.
+    const int32_t ubatch = int32_t(llama_n_ubatch(ctx_.get()));
+    for (int32_t i = 0; i < n_tokens; i += ubatch) {
+        llama_batch b{};
+        b.n_tokens = std::min(ubatch, n_tokens - i);
+        b.embd     = features_.data() + size_t(i) * width;
+        if (llama_encode(ctx_.get(), b) != 0) return;
+        const float * g = llama_get_embeddings_nextn(ctx_.get());
+        if (!g) return;
+        std::memcpy(g_rows_.data() + size_t(i) * size_t(n_embd_), g, size_t(b.n_tokens) * size_t(n_embd_) * sizeof(float));
+    }
+    g_count_ = n_tokens;
+}
+
+const float * HeadContext::target_row(int32_t idx) const {
+    if (kind_ != DraftKind::eagle3) return llama_get_embeddings_nextn_ith(target_ctx_, idx);
+    if (idx < 0 || idx >= g_count_) return nullptr;
+    return g_rows_.data() + size_t(idx) * size_t(n_embd_);
 }
 
 void HeadContext::clear() { n_tokens_ = 0; }
 
-int32_t HeadContext::add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row) {
+int32_t HeadContext::add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row, bool output) {
     const int32_t i = n_tokens_++;
     tokens_[size_t(i)] = token;
     pos_[size_t(i)]    = pos;
     seq_[size_t(i)]    = seq;
+    logits_[size_t(i)] = output ? 1 : 0;
     std::memcpy(rows_.data() + size_t(i) * size_t(n_embd_), row, size_t(n_embd_) * sizeof(float));
     return i;
 }
 
-bool HeadContext::decode() {
-    ++decodes_;
+bool HeadContext::decode(bool drafting) {
+    if (drafting) ++decodes_;
     llama_batch b{};
     b.n_tokens = n_tokens_;
     b.token    = tokens_.data();
@@ -77,12 +158,20 @@ bool HeadContext::decode() {
 
 const float * HeadContext::hidden_row(int32_t idx) const { return llama_get_embeddings_nextn_ith(ctx_.get(), idx); }
 
-void HeadContext::use_threads(ThreadPools & pools, const ThreadChoice & choice) {
-    pools.attach(ctx_.get(), choice.n_threads, choice.n_threads_batch);
+void HeadContext::trim(llama_seq_id seq, llama_pos pos) {
+    if (!own_cache()) return;
+    llama_memory_t mem = llama_get_memory(ctx_.get());
+    if (llama_memory_seq_pos_max(mem, seq) >= pos) llama_memory_seq_rm(mem, seq, pos, -1);
+    const llama_pos last = llama_memory_seq_pos_max(mem, seq);
+    if (last >= 0 && last + 1 < pos) llama_memory_seq_rm(mem, seq, -1, -1);
 }
 
-const float * target_hidden_row(llama_context * target_ctx, int32_t idx) {
-    return llama_get_embeddings_nextn_ith(target_ctx, idx);
+void HeadContext::forget(llama_seq_id seq) {
+    if (own_cache()) llama_memory_seq_rm(llama_get_memory(ctx_.get()), seq, -1, -1);
+}
+
+void HeadContext::use_threads(ThreadPools & pools, const ThreadChoice & choice) {
+    pools.attach(ctx_.get(), choice.n_threads, choice.n_threads_batch);
 }
 
 } // namespace specd::engine

@@ -1,11 +1,18 @@
 #pragma once
-// The llama context of a head that drafts from the target's hidden state (gemma4's
-// assistant), one for all of a session's sequences, created against the target's own
-// context: the head has no KV cache of its own, its attention reads the target's last
-// layers' K/V (libllama shares them through llama_context_params::ctx_other), so it is made
-// with the target's sequence count and cache type. Creating it also makes the target's
-// context output its hidden state for every token it decodes (llama-ext.h), which the heads'
-// sequences (engine/head_draft) take their input from.
+// The llama context of a head that drafts from the target's hidden state, one for all of a
+// session's sequences, created against the target's own context. Two kinds:
+//
+// - gemma4's assistant has no KV cache of its own: its attention reads the target's last
+//   layers' K/V (libllama shares them through llama_context_params::ctx_other), so it is made
+//   with the target's sequence count and cache type, and its input row is the target's final
+//   hidden state (llama-ext.h's nextn output).
+// - EAGLE3 has a one-layer KV cache of its own, in which position P holds the token at P+1
+//   read with g_P: its encoder's projection of the target's inputs to three of its layers at
+//   P. After every target decode the context encodes the features of all the batch's tokens
+//   (after_target_decode) and the sequences feed their pairs to its cache, all in one decode.
+//
+// Creating it also makes the target's context output what the head reads, for every token it
+// decodes (not only those with logits: a round's accepted prefix ends anywhere in it).
 #include "engine/context_memory.h"
 #include "engine/cpu_threads.h"
 #include "engine/draft_kind.h"
@@ -19,42 +26,64 @@ namespace specd::engine {
 
 class HeadContext {
   public:
-    // `target_ctx` is the target's context (n_seq sequences of n_ctx tokens): it must outlive
-    // this one. A decode holds one token per sequence (each step reads the hidden state the
-    // step before produced), so the head's batch, and its logits buffer, is n_seq tokens: a
-    // 262k vocabulary's logits for the target's whole batch would be hundreds of megabytes.
-    // Throws specd::Error(bad_request) when the head cannot draft for the target
-    // (vocabulary, width) or its context cannot be created.
+    // `target_ctx` is the target's context (n_seq sequences of n_ctx tokens, decodes of up to
+    // `target_batch` tokens): it must outlive this one. A gemma4 assistant's decode holds one
+    // token per sequence (each step reads the hidden state the step before produced), so its
+    // batch, and its logits buffer, is n_seq tokens: a 262k vocabulary's logits for the
+    // target's whole batch would be hundreds of megabytes. An EAGLE3 head's batch also takes a
+    // target decode's pairs, in micro-batches of at most 64 tokens (or n_seq) for the same
+    // reason. Throws specd::Error(bad_request) when the head cannot draft for the target
+    // (vocabulary, width, layers) or its context cannot be created.
     HeadContext(std::shared_ptr<Model> head, DraftKind kind, const Model & target, llama_context * target_ctx,
-                uint32_t n_ctx, int n_seq);
+                uint32_t n_ctx, int n_seq, int32_t target_batch);
 
     llama_context *      get() const { return ctx_.get(); }
     const Model &        model() const { return *model_; }
     DraftKind            kind() const { return kind_; }
     const ContextBytes & memory() const { return memory_; }
-    // The width of a hidden-state row: the target's embedding size.
+    // The width of a row the head reads a token with.
     int32_t              n_embd() const { return n_embd_; }
+    // Whether the head keeps a KV cache of its own (EAGLE3), which the sequences must keep in
+    // step with their positions (trim, forget).
+    bool                 own_cache() const { return kind_ == DraftKind::eagle3; }
 
-    // The next decode's batch: each token with the hidden-state row it is read with. Every
-    // token is an output (its logits and the head's own next row).
+    // After every decode of the target (`n_tokens` tokens): EAGLE3 encodes the features of
+    // all of them; then target_row(i) is the row batch index i gives the head.
+    void          after_target_decode(int32_t n_tokens);
+    const float * target_row(int32_t idx) const;
+
+    // The next decode's batch: each token with the row it is read with; only outputs have
+    // logits and a hidden row.
     void    clear();
-    int32_t add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row);
+    int32_t add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row, bool output = true);
     int32_t size() const { return n_tokens_; }
     int32_t capacity() const { return capacity_; }
 
-    // Decodes the batch; false when llama.cpp refused it. decodes() counts the calls.
-    bool    decode();
+    // Decodes the batch; false when llama.cpp refused it. decodes() counts the drafting
+    // decodes (EAGLE3's feeding decodes after each target step are not counted).
+    bool    decode(bool drafting = true);
     int64_t decodes() const { return decodes_; }
     // The head's hidden state after batch index `idx` of the last decode (its input for the
     // token it drafts there); null when llama.cpp has none.
     const float * hidden_row(int32_t idx) const;
 
+    // Own cache only (no-ops otherwise). trim: sequence `seq` ends right before `pos`, so that
+    // the next token there continues it; a cache that ends further back (an image, a restored
+    // prompt the head never read) is cleared instead, as libllama takes a sequence's positions
+    // only in order. forget: the sequence holds nothing.
+    void trim(llama_seq_id seq, llama_pos pos);
+    void forget(llama_seq_id seq);
+
     // The pools must outlive this context.
     void use_threads(ThreadPools & pools, const ThreadChoice & choice);
 
   private:
+    void make_eagle3(const Model & target, llama_context * target_ctx, uint32_t n_ctx, int n_seq, int32_t target_batch);
+    void make_assistant(const Model & target, llama_context * target_ctx, uint32_t n_ctx, int n_seq);
+
     std::shared_ptr<Model> model_;
     DraftKind              kind_;
+    llama_context *        target_ctx_;
     context_ptr            ctx_;
     ContextBytes           memory_;
     int32_t                n_embd_   = 0;
@@ -69,10 +98,14 @@ class HeadContext {
     std::vector<llama_seq_id>   seq_;
     std::vector<llama_seq_id *> seq_ptr_;
     std::vector<int8_t>         logits_;
+    // EAGLE3: the target layers it reads (n_layer: the target's final hidden state), the
+    // target's width, and the last target decode's features and encoded rows.
+    std::vector<int32_t> layers_;
+    int32_t              n_embd_target_ = 0;
+    int32_t              n_layer_target_ = 0;
+    std::vector<float>   features_;
+    std::vector<float>   g_rows_;
+    int32_t              g_count_ = 0;
 };
-
-// The target's hidden-state row at batch index `idx` of its last decode (a context a
-// HeadContext was made against); null when there is none.
-const float * target_hidden_row(llama_context * target_ctx, int32_t idx);
 
 } // namespace specd::engine

@@ -1,6 +1,7 @@
 #include "engine/head_draft.h"
 
 #include "engine/grammar_constraint.h"
+#include "engine/projector.h"
 #include "spec/seeded_draw.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@ struct Lane {
     HeadJob *                job;
     std::vector<llama_token> pending; // to read in order: the row's token, forced ones, then drafts
     std::vector<float>       row;     // the hidden state the next pending token is read with
+    llama_pos                pos  = 0; // where the next pending token is read
     size_t                   fed  = 0;
     int32_t                  idx  = -1; // its batch index in the decode running, -1: none
     bool                     done = false;
@@ -30,8 +32,42 @@ void HeadDraft::begin_request(const SamplingOptions & sampling, const std::atomi
     has_row_ = false;
 }
 
-void HeadDraft::take_row(llama_context * target_ctx, int32_t idx, const KvSequence & kv) {
-    const float * row = target_hidden_row(target_ctx, idx);
+size_t HeadDraft::begin_prompt(KvSequence & kv, size_t common, bool in_place, bool feeds,
+                               std::span<const llama_token> prompt) {
+    if (!ctx_->own_cache()) return common;
+    if (!feeds || !in_place || common == 0 || is_image_token(prompt[common - 1])) {
+        forget();
+        return common;
+    }
+    // The pair at the last kept token's position waits for that token's row, which only a
+    // decode gives: decode it again; the head's cache keeps what comes before it.
+    kv.keep(common - 1);
+    ctx_->trim(seq_, kv.next_pos());
+    return common - 1;
+}
+
+void HeadDraft::forget() {
+    ctx_->forget(seq_);
+    has_row_ = false;
+}
+
+void HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n) {
+    HeadContext & hc = *ctx_;
+    if (!hc.own_cache() || n <= 0) return;
+    const llama_pos p0 = batch.pos[first];
+    // The pair the last row waited for: its token is this part's first.
+    const bool bridge = has_row_ && pos_ == p0 && p0 > 0;
+    hc.trim(seq_, bridge ? p0 - 1 : p0);
+    if (bridge && hc.size() < hc.capacity()) hc.add(batch.token[first], p0 - 1, seq_, row_.data(), /*output=*/false);
+    for (int32_t k = first; k + 1 < first + n && hc.size() < hc.capacity(); ++k) {
+        const float * g = hc.target_row(k);
+        if (!g) return;
+        hc.add(batch.token[k + 1], batch.pos[k], seq_, g, /*output=*/false);
+    }
+}
+
+void HeadDraft::take_row(int32_t idx, const KvSequence & kv) {
+    const float * row = ctx_->target_row(idx);
     has_row_          = row != nullptr;
     if (!has_row_) return;
     row_.assign(row, row + ctx_->n_embd());
@@ -48,9 +84,16 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
         if (h.ctx_.get() != &hc) throw std::logic_error("propose_together: the jobs' heads share no context");
         const auto & history = job.req.history;
         if (job.req.k <= 0 || !h.has_row_ || !h.sampler_ || h.cancelled() || history.size() <= h.row_at_) continue;
-        Lane l{.job = &job, .pending = {history.begin() + std::ptrdiff_t(h.row_at_), history.end()}, .row = h.row_};
+        // gemma4's assistant reads every token of a draft at the target's next position: it
+        // attends to the target's cache, which holds what comes before it and nothing of the
+        // draft. EAGLE3 reads the row's token at the row's position and each next one a
+        // position further, in a cache of its own that ends right before.
+        const llama_pos start = hc.own_cache() ? h.pos_ - 1 : h.pos_;
+        Lane l{.job = &job, .pending = {history.begin() + std::ptrdiff_t(h.row_at_), history.end()}, .row = h.row_,
+               .pos = start};
         // An image position has no token to read; the row is stale then anyway.
         if (std::any_of(l.pending.begin(), l.pending.end(), [](llama_token t) { return t < 0; })) continue;
+        hc.trim(h.seq_, start);
         h.sampler_->set_constraint(job.req.constraint ? std::make_unique<GrammarConstraint>(job.req.constraint->clone())
                                                       : nullptr);
         lanes.push_back(std::move(l));
@@ -67,9 +110,8 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
                 l.done = true;
                 continue;
             }
-            // Every token of a draft sits at the target's next position: the head attends to
-            // the target's cache, which holds what comes before it and nothing of the draft.
-            l.idx = hc.add(l.pending[l.fed], h.pos_, h.seq_, l.row.data());
+            l.idx = hc.add(l.pending[l.fed], l.pos, h.seq_, l.row.data());
+            if (hc.own_cache()) ++l.pos;
         }
         if (hc.size() == 0) return;
         const bool ok = hc.decode();

@@ -1,11 +1,21 @@
 #pragma once
 // One sequence of a draft head (engine/head_context): what it proposes for one of the
-// session's sequences. The head's input is the token it continues and the target's hidden
-// state that chose that token, so after every target decode the sequence takes that row
+// session's sequences. The head's input is the token it continues and the row of the target
+// that chose that token (gemma4's assistant: the target's hidden state; EAGLE3: its encoding
+// of three layers' inputs), so after every target decode the sequence takes that row
 // (take_row); its drafts then run on the head alone, each step's own hidden state feeding
-// the next. The head keeps no KV of its own (it reads the target's), so a sequence holds one
+// the next.
+//
+// gemma4's assistant keeps no KV of its own (it reads the target's), so a sequence holds one
 // row and nothing else: the prompt cache restores the target's state, and the prompt's last
-// token, which is always decoded again, gives the row back.
+// token, which is always decoded again, gives the row back. EAGLE3's cache is its own: after
+// every target decode the sequence feeds it the pairs of the tokens decoded (the token at P+1
+// with the row of P; the last one waits for the token that follows it, as the "bridge"
+// before the next part, or as the first token of the next draft). Its cache is not saved in
+// the prompt cache: a prompt whose prefix the sequence still holds in place keeps it (the
+// last kept token is decoded again, to give its row), any other starts it over, and the head
+// then attends to the prompt's new part only; after an image or a context shift likewise. A
+// request that does not draft does not feed it (and starts it over).
 //
 // The sequences that draft in one step propose together: one head decode per draft position
 // for all of them.
@@ -40,9 +50,22 @@ class HeadDraft {
     // flag that cancels it. Forgets the row of an earlier request.
     void begin_request(const SamplingOptions & sampling, const std::atomic<bool> * cancel);
 
-    // After a decode of the target (`target_ctx`): the hidden state at batch index `idx` chose
-    // the token that follows what `kv` now holds.
-    void take_row(llama_context * target_ctx, int32_t idx, const KvSequence & kv);
+    // Before a prompt is read: the target kept `common` of its tokens (`in_place`: this
+    // sequence's own, not a state restored from the prompt cache), and the request will feed
+    // the head (`feeds`: it may draft). Returns how many of them the target keeps now: one
+    // fewer for a head with its own cache, which needs the last kept token's row again.
+    size_t begin_prompt(KvSequence & kv, size_t common, bool in_place, bool feeds, std::span<const llama_token> prompt);
+    // The target's cache was shifted, or a feed failed: a head with its own cache starts over.
+    void   forget();
+
+    // After a decode of the target, before its logits are read: this sequence's tokens were
+    // at indices [first, first + n) of `batch`. A head with its own cache adds their pairs to
+    // its context's batch (after HeadContext::after_target_decode), which the session then
+    // decodes for all sequences at once (HeadContext::decode(false)); others need nothing.
+    void feed(const llama_batch & batch, int32_t first, int32_t n);
+    // Then: the target's row at batch index `idx` chose the token that follows what `kv` now
+    // holds.
+    void take_row(int32_t idx, const KvSequence & kv);
 
     // Up to each job's `req.k` tokens continuing its `req.history`: the tokens after the row
     // (the last committed one, then any forced ones) are read first, then one decode per
@@ -61,9 +84,9 @@ class HeadDraft {
     llama_seq_id                 seq_;
     std::unique_ptr<Sampler>     sampler_;
     const std::atomic<bool> *    cancel_ = nullptr;
-    std::vector<float>           row_;        // the target's hidden state that chose history[row_at_]
+    std::vector<float>           row_;        // the target's row that chose history[row_at_]
     size_t                       row_at_ = 0;
-    llama_pos                    pos_    = 0; // where the target's next token goes
+    llama_pos                    pos_    = 0; // where the target's next token goes (the row's is pos_ - 1)
     bool                         has_row_ = false;
 };
 

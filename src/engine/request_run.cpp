@@ -77,10 +77,12 @@ bool RequestRun::add_prefill(int32_t room) {
         // Positions continue the sequence's (past an M-RoPE image, fewer than its cells): text
         // tokens take one each.
         const llama_pos base = slot.kv.next_pos() - static_cast<llama_pos>(slot.kv.size());
+        if (added == 0) part_ = {batch.size(), 0};
         for (; pos_ < end && added < chunk; ++pos_, ++added) {
             const bool    last = pos_ + 1 == tokens.size();
             const int32_t idx  = batch.add(tokens[pos_], base + static_cast<llama_pos>(pos_), slot.kv.id(), last);
             if (last) logits_idx_ = idx;
+            ++part_.n;
         }
     }
     return added > 0;
@@ -96,6 +98,7 @@ bool RequestRun::open_round(int32_t room, bool may_draft) {
             return false;
         }
         kv.shift(size_t(n_keep_), (kv.size() - size_t(n_keep_)) / 2);
+        if (slot.head) slot.head->forget();
     }
     // 1-2. Plan, within the context, num_predict and the batch's room.
     const int ctx_room = n_ctx - static_cast<int>(kv.size()) - 1;
@@ -113,6 +116,10 @@ bool RequestRun::open_round(int32_t room, bool may_draft) {
     return true;
 }
 
+bool RequestRun::feeds_head() const {
+    return slot.head && opts_.draft_num_predict != 0 && opts_.draft_fixed_k.value_or(1) != 0;
+}
+
 std::optional<spec::DraftRequest> RequestRun::draft_request() const {
     return slot.draft || slot.head ? plan_.model_request() : std::nullopt;
 }
@@ -128,6 +135,7 @@ void RequestRun::add_round(spec::Proposal drafted, int64_t draft_ns) {
     for (size_t i = 0; i < plan_.tokens.size(); ++i) {
         batch.add(plan_.tokens[i], pos0 + 1 + static_cast<llama_pos>(i), kv.id(), true);
     }
+    part_ = {logits_idx_, 1 + static_cast<int32_t>(plan_.tokens.size())};
 }
 
 void RequestRun::after_decode(int64_t decode_ns, int batch_runs, int batch_positions) {
@@ -155,7 +163,9 @@ GenerateResult RequestRun::finish() {
 void RequestRun::begin_prefill() {
     prefill_started_ = true;
     t0_              = now_ns();
-    const size_t common = env_.reuse.prepare(slot.kv, slot.draft.get(), mm_);
+    const size_t own    = slot.kv.common_prefix(mm_.tokens);
+    size_t       common = env_.reuse.prepare(slot.kv, slot.draft.get(), mm_);
+    if (slot.head) common = slot.head->begin_prompt(slot.kv, common, own >= common, feeds_head(), mm_.tokens);
     pos_         = common;
     prompt_kept_ = common;
     while (next_image_ < mm_.images.size() && mm_.images[next_image_].start < common) ++next_image_;
@@ -164,6 +174,8 @@ void RequestRun::begin_prefill() {
 void RequestRun::after_prefill_chunk() {
     const std::vector<llama_token> & tokens = mm_.tokens;
     slot.kv.appended(std::span(tokens).subspan(slot.kv.size(), pos_ - slot.kv.size()));
+    // The chunk's last row chose the next prompt token (or, after the last chunk, last_).
+    if (slot.head) slot.head->take_row(part_.first + part_.n - 1, slot.kv);
     if (pos_ < tokens.size()) return;
     result_.stats.prompt_eval_count = static_cast<int32_t>(tokens.size() - prompt_kept_);
     result_.stats.prompt_count      = static_cast<int32_t>(tokens.size());
@@ -176,7 +188,6 @@ void RequestRun::after_prefill_chunk() {
     last_       = choice_.draw(sampler_.distribution(env_.ctx, logits_idx_), next_index_++);
     sampler_.accept(last_);
     if (out_.commit(last_, env_.ctx, logits_idx_)) phase_ = Phase::ended;
-    if (slot.head) slot.head->take_row(env_.ctx, logits_idx_, slot.kv); // the row that chose last_
     env_.live.generated += out_.eval_count();
 }
 
@@ -194,7 +205,7 @@ void RequestRun::after_round(int64_t decode_ns, int batch_runs, int batch_positi
     slot.kv.keep(slot.kv.size());
     last_ = outcome.next;
     // The row after the accepted prefix chose `next`: the head drafts on from it.
-    if (slot.head) slot.head->take_row(env_.ctx, logits_idx_ + outcome.n_accepted, slot.kv);
+    if (slot.head) slot.head->take_row(logits_idx_ + outcome.n_accepted, slot.kv);
     if (outcome.done) phase_ = Phase::ended;
 
     const int n_drafted = plan_.n_drafted();

@@ -77,6 +77,15 @@ class RequestRun {
     // Closes the round with the draft model's answer (empty: none asked) and its share of the
     // draft time, and adds the last token, forced tokens and drafts to the batch.
     void add_round(spec::Proposal drafted, int64_t draft_ns);
+    // This run's part of the step's batch: its first index and how many tokens.
+    struct BatchPart {
+        int32_t first = 0;
+        int32_t n     = 0;
+    };
+    BatchPart batch_part() const { return part_; }
+    // Whether this request feeds the draft head's own cache (it may draft: a request that
+    // turned drafting off does not pay for it).
+    bool      feeds_head() const;
     // Reads this run's logits after the step's decode (`decode_ns` long, of
     // `batch_positions` positions shared by `batch_runs` requests).
     void after_decode(int64_t decode_ns, int batch_runs, int batch_positions);
@@ -117,6 +126,7 @@ class RequestRun {
     int32_t         logits_idx_ = -1; // the batch index of `last_` (prefill: of the prompt's last token)
     spec::seq_index next_index_ = 0;  // the sequence index of the next token chosen
     RoundPlan   plan_;
+    BatchPart   part_;
 };
 
 } // namespace specd::engine

@@ -92,7 +92,8 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
     if (draft_model_) {
         const DraftKind kind = draft_kind_of(draft_model_->info().architecture);
         if (is_head(kind)) {
-            head_ctx_ = std::make_shared<HeadContext>(draft_model_, kind, *model_, ctx_.get(), n_ctx_, n_seq);
+            head_ctx_ = std::make_shared<HeadContext>(draft_model_, kind, *model_, ctx_.get(), n_ctx_, n_seq,
+                                                      batch_.capacity());
             memory_.draft = head_ctx_->memory();
         } else {
             draft_ctx_    = std::make_shared<DraftContext>(draft_model_, *model_, n_ctx_, n_seq, batch_.capacity());
@@ -222,6 +223,28 @@ bool Session::abort_step(void * data) {
     const auto & runs = static_cast<const Session *>(data)->in_batch_;
     if (runs.empty()) return false;
     return std::all_of(runs.begin(), runs.end(), [](const RequestRun * r) { return r->cancel.load(std::memory_order_relaxed); });
+}
+
+int64_t Session::feed_head(const std::vector<RequestRun *> & in_batch) {
+    if (!head_ctx_->own_cache()) return 0;
+    std::vector<RequestRun *> feeding;
+    for (RequestRun * r : in_batch) {
+        if (r->feeds_head()) feeding.push_back(r);
+    }
+    if (feeding.empty()) {
+        head_ctx_->after_target_decode(0); // no rows this step: nobody drafts from them
+        return 0;
+    }
+    const int64_t t0 = now_ns();
+    head_ctx_->after_target_decode(batch_.size());
+    head_ctx_->clear();
+    for (RequestRun * r : feeding) r->slot.head->feed(batch_.get(), r->batch_part().first, r->batch_part().n);
+    if (head_ctx_->size() > 0 && !head_ctx_->decode(/*drafting=*/false)) {
+        // What it holds of these sequences is unknown now: they start over (drafts get worse
+        // for a while, answers do not change).
+        for (RequestRun * r : feeding) r->slot.head->forget();
+    }
+    return now_ns() - t0;
 }
 
 void Session::park() {
@@ -418,9 +441,11 @@ std::vector<SeqFinished> Session::step() {
             fail_batch(in_batch, std::make_exception_ptr(
                                      Error(ErrorKind::internal, "llama_decode failed (" + std::to_string(rc) + ")")));
         } else {
+            // Feeding a head's own cache is part of what this step's rounds cost.
+            const int64_t t_step = t_dec + (head_ctx_ ? feed_head(in_batch) : 0);
             for (RequestRun * r : in_batch) {
                 guarded(*r, [&] {
-                    r->after_decode(t_dec, static_cast<int>(in_batch.size()), batch_.size());
+                    r->after_decode(t_step, static_cast<int>(in_batch.size()), batch_.size());
                     return true;
                 });
             }

@@ -105,6 +105,9 @@ class Session {
     // After a failed decode the cache may hold part of the batch: forget it for these runs.
     void                 fail_batch(const std::vector<RequestRun *> & in_batch, const std::exception_ptr & why);
     // Evaluates one of `run`'s images into its sequence, on its own decodes.
+    // After a target decode: feeds the head's own cache (EAGLE3) the step's tokens of the
+    // runs that may draft, in one decode; returns the time it took (0: no such head).
+    int64_t              feed_head(const std::vector<RequestRun *> & in_batch);
     Projector::EvalTimes eval_image(RequestRun & run, const MultimodalPrompt & prompt, const ImageSpan & image);
     void                 choose_threads();
     void                 recheck_threads();

@@ -67,9 +67,9 @@ LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & cont
     if (files.draft) {
         const engine::GgufInfo draft = engine::read_gguf_info(*files.draft);
         e.weights += file_bytes(*files.draft);
-        // A head (gemma4's assistant) reads the target's cache and has none of its own.
-        e.draft_is_head = engine::is_head(engine::draft_kind_of(draft.architecture));
-        if (!e.draft_is_head) {
+        // gemma4's assistant reads the target's cache and has none of its own.
+        e.draft_kind = engine::draft_kind_of(draft.architecture);
+        if (engine::has_own_cache(e.draft_kind)) {
             e.kv_per_seq += kv_bytes_per_token(draft) * uint64_t(e.n_ctx);
         }
         e.draft_out_per_token = out_bytes_per_token(draft);
@@ -82,10 +82,8 @@ uint64_t LoadEstimate::compute(int n_seq) const {
     const uint64_t seqs   = uint64_t(std::max(n_seq, 1));
     const uint64_t tokens = uint64_t(engine::batch_tokens(num_batch, n_ctx, n_seq));
     const uint64_t attn   = 2 * uint64_t(n_ctx) * seqs; // per KV cell: one context spans every sequence
-    // The draft's one context is sized like the target's (engine/draft_context).
-    const uint64_t draft  = draft_out_per_token == 0 ? 0
-                            : draft_is_head       ? seqs * std::max(draft_out_per_token, attn)
-                                                  : tokens * std::max(draft_out_per_token, attn);
+    const uint64_t draft_tokens = uint64_t(engine::draft_ubatch(draft_kind, n_seq, int32_t(tokens)));
+    const uint64_t draft        = draft_out_per_token == 0 ? 0 : draft_tokens * std::max(draft_out_per_token, attn);
     return tokens * std::max(out_per_token, attn) + draft;
 }
 

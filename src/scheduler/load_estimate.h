@@ -3,6 +3,7 @@
 // scheduler makes room for it (unloading idle models) and chooses how many sequences it gets.
 #include "core/options.h"
 #include "core/request.h"
+#include "engine/draft_kind.h"
 
 #include <cstdint>
 
@@ -17,7 +18,8 @@ struct LoadEstimate {
     // 4 bytes x (vocabulary + width), the target's and (0 without one) the draft model's.
     uint64_t out_per_token       = 0;
     uint64_t draft_out_per_token = 0;
-    bool     draft_is_head       = false; // its decodes hold one token per sequence (engine/head_context)
+    // What drafts (engine/draft_kind): its micro-batches' size, and whether it has a KV cache.
+    engine::DraftKind draft_kind = engine::DraftKind::model;
     // The embedding context a model gets on its first embedding request (engine/embedder):
     // KV for num_ctx tokens, a decode of num_ctx tokens (an input is one micro-batch, so this
     // grows with num_ctx squared), and an output row, logits included, for each of them.
@@ -26,8 +28,8 @@ struct LoadEstimate {
     // llama.cpp sizes a context's compute buffer for its largest decode, the output's tensors
     // or the attention mask's (2 bytes per KV cell), whichever is larger (ggml reuses the
     // memory): a num_batch of 65536 on a 32k vocabulary and context is 17 GB. The target's
-    // context (one KV for every sequence), and the draft's (one for every sequence too; a
-    // head's decodes hold one token per sequence).
+    // context (one KV for every sequence), and the draft's (one for every sequence too, its
+    // micro-batches as engine::draft_ubatch says).
     uint64_t compute(int n_seq) const;
     uint64_t bytes(int n_seq) const { return weights + kv_per_seq * uint64_t(n_seq) + compute(n_seq); }
 };

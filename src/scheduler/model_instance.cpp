@@ -108,7 +108,9 @@ std::optional<LoadedInfo> ModelInstance::ensure_loaded(const GenerateRequest & r
         const std::vector<ggml_backend_dev_t> gpus = engine::local_offload_devices();
         // A head cannot be fitted alone (its context is made against the target's): it goes
         // with its layers to the target's GPUs without a share of the fit.
-        if (req.model.draft && !gpus.empty() && !est.draft_is_head) load_opts.placement.draft = req.model.draft;
+        if (req.model.draft && !gpus.empty() && !engine::is_head(est.draft_kind)) {
+            load_opts.placement.draft = req.model.draft;
+        }
         model_ = engine::Model::load(req.model.gguf, load_opts);
         for (ggml_backend_dev_t d : model_->devices()) {
             if (std::find(gpus.begin(), gpus.end(), d) != gpus.end()) draft_opts.placement.devices.push_back(d);

@@ -1,7 +1,8 @@
 // Draft heads through the real server: gemma4's assistant (an MTP head that reads the target's
-// hidden state and KV cache) as a Modelfile DRAFT. /api/show names the kind, create refuses a
-// head that cannot draft for its model, and with the head drafting the answers are the ones
-// without it: greedy, seeded sampling, a JSON schema, after an image, from the prompt cache.
+// hidden state and KV cache) and an EAGLE3 head (reads three of the target's layers, keeps a
+// cache of its own) as a Modelfile DRAFT. /api/show names the kind, create refuses a head that
+// cannot draft for its model, and with the head drafting the answers are the ones without it:
+// greedy, seeded sampling, a JSON schema, after an image, from the prompt cache.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -104,6 +105,99 @@ describe('draft heads', () => {
       const r = await runCli(['create', 'wrong-head', '-f', file], { env });
       assert.notEqual(r.code, 0);
       assert.match(r.stderr, /DRAFT cannot be used with this model: a gemma4-assistant drafts for gemma4 models only/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('EAGLE3 head', () => {
+  // The fixture's llama target (n_embd 64) takes the gemma3 projector made for that width.
+  const eagle = {
+    name: 'e3', from: 'eagle3-target.gguf',
+    lines: [`DRAFT ${fixture('eagle3-head.gguf')}`, `FROM ${fixture('vision-mmproj.gguf')}`],
+  };
+  const h = useServer({ models: [eagle], env: { SPECD_NUM_PARALLEL: '1' } });
+  const ratio = (s) => s.accepted / s.drafted;
+
+  test('/api/show names the draft kind', async () => {
+    const r = await (await fetch(`${h.srv.url}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'e3' }) })).json();
+    assert.equal(r.draft.kind, 'eagle3');
+    assert.equal(r.draft.architecture, 'eagle3');
+  });
+
+  test('greedy: the same text with the head on (fixed and adaptive depth) and off; its drafts are accepted', async () => {
+    const { client } = h.srv;
+    for (const prompt of ['Once upon a time', 'List the planets']) {
+      const no = await client.generate({ model: 'e3', prompt, stream: false, options: off(64) });
+      const on = await client.generate({ model: 'e3', prompt, stream: false, options: depth(64) });
+      const auto = await client.generate({ model: 'e3', prompt, stream: false, options: greedy(64) });
+      assert.equal(on.response, no.response, prompt);
+      assert.equal(auto.response, no.response, prompt);
+      assert.equal(on.speculation.drafter, 'eagle3');
+      assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
+      // The fixture head agrees with its target on ~80% of tokens.
+      assert.ok(ratio(on.speculation) > 0.4, JSON.stringify(on.speculation));
+    }
+  });
+
+  test('seeded sampling and a JSON schema: the same answers drafting or not', async () => {
+    const { client } = h.srv;
+    const opts = { temperature: 0.9, top_k: 20, seed: 7, num_predict: 48 };
+    const on = await client.generate({ model: 'e3', prompt: 'Tell me', stream: false, options: { ...opts, draft_depth: 3 } });
+    const no = await client.generate({ model: 'e3', prompt: 'Tell me', stream: false, options: { ...opts, draft_num_predict: 0 } });
+    assert.equal(on.response, no.response);
+    assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
+    const format = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 }, ok: { type: 'boolean' } },
+      required: ['n', 'ok'] };
+    const a = await client.generate({ model: 'e3', prompt: 'Answer:', format, stream: false, options: depth(60) });
+    const b = await client.generate({ model: 'e3', prompt: 'Answer:', format, stream: false, options: off(60) });
+    assert.equal(a.response, b.response);
+    const j = JSON.parse(a.response);
+    assert.equal(typeof j.ok, 'boolean');
+  });
+
+  test('after an image and from the prompt cache: the same text, and the head drafts on', async () => {
+    const { client } = h.srv;
+    const images = [b64(bmp(64, 64, 5))];
+    const ask = (options) => client.chat({ model: 'e3', stream: false, options,
+      messages: [{ role: 'user', content: 'What is in this picture?', images }] });
+    const no = await ask(off(48));
+    const on = await ask(depth(48));
+    assert.equal(on.message.content, no.message.content);
+    assert.ok(on.speculation.drafted > 0 && ratio(on.speculation) > 0.4, JSON.stringify(on.speculation));
+
+    const first = { role: 'user', content: 'Name a colour. '.repeat(12) };
+    const a = await client.chat({ model: 'e3', stream: false, options: depth(24), messages: [first] });
+    const messages = [first, a.message, { role: 'user', content: 'And another?' }];
+    // The chat goes on in the sequence that holds it (the head's cache kept in place), then
+    // after another prompt took the sequence (the target's state restored from the cache,
+    // the head's started over).
+    const kept = await client.chat({ model: 'e3', stream: false, options: depth(32), messages });
+    await client.generate({ model: 'e3', prompt: 'Something else entirely', stream: false, options: off(8) });
+    const restored = await client.chat({ model: 'e3', stream: false, options: depth(32), messages });
+    const no2 = await client.chat({ model: 'e3', stream: false, options: off(32), messages });
+    assert.equal(kept.message.content, no2.message.content);
+    assert.equal(restored.message.content, no2.message.content);
+    assert.ok(restored.prompt_eval_count < 60, `prompt_eval_count ${restored.prompt_eval_count}`);
+    for (const r of [kept, restored]) assert.ok(ratio(r.speculation) > 0.4, JSON.stringify(r.speculation));
+  });
+
+  test('a head for another width or an architecture whose layers cannot be read is refused at create', async () => {
+    const { env } = h.srv;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-eagle3-'));
+    try {
+      const file = path.join(dir, 'Modelfile');
+      const cases = [
+        ['deep.gguf', /DRAFT cannot be used with this model: the eagle3 head was made for a hidden size of 64, the model's is 128/],
+        ['qwen-vl-text.gguf', /DRAFT cannot be used with this model: an eagle3 head cannot read the layers of a qwen2vl model/],
+      ];
+      for (const [from, message] of cases) {
+        fs.writeFileSync(file, `FROM ${fixture(from)}\nDRAFT ${fixture('eagle3-head.gguf')}\n`);
+        const r = await runCli(['create', 'wrong-eagle3', '-f', file], { env });
+        assert.notEqual(r.code, 0, from);
+        assert.match(r.stderr, message, from);
+      }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -125,6 +125,13 @@ uint64_t gemma4_assistant_write(const std::string & path, const vocab_file & voc
     return write_with_weights(path, out.get(), gemma4_assistant_tensor_specs(spec, vocab.n_vocab), spec.target_seed);
 }
 
+uint64_t eagle3_write(const std::string & path, const vocab_file & vocab, const eagle3_spec & spec) {
+    gguf_context_ptr out(gguf_init_empty());
+    eagle3_set_hparams(out.get(), spec, vocab.n_vocab);
+    add_tokenizer(out.get(), vocab, std::nullopt);
+    return write_with_weights(path, out.get(), eagle3_tensor_specs(spec, vocab.n_vocab), spec.target_seed);
+}
+
 uint64_t projector_write(const std::string & path, const projector_write_params & params) {
     gguf_context_ptr out(gguf_init_empty());
     clip_set_hparams(out.get(), params.hparams);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "clip_layout.h"
+#include "eagle3_layout.h"
 #include "gemma4_assistant_layout.h"
 #include "gemma4_layout.h"
 #include "llama_layout.h"
@@ -45,6 +46,10 @@ uint64_t gemma4_model_write(const std::string & path, const vocab_file & vocab, 
 // A gemma4 assistant (an MTP head) for the gemma4 target that `spec.target` and
 // `spec.target_seed` describe; the vocabulary must be the target's.
 uint64_t gemma4_assistant_write(const std::string & path, const vocab_file & vocab, const gemma4_assistant_spec & spec);
+
+// An EAGLE3 head for the llama target that `spec.target` and `spec.target_seed` describe; the
+// vocabulary must be the target's.
+uint64_t eagle3_write(const std::string & path, const vocab_file & vocab, const eagle3_spec & spec);
 
 struct projector_write_params {
     clip_hparams_spec hparams;

@@ -35,6 +35,8 @@ const char * const usage_text =
     "                  [--extra-layers N] [--draft-type TYPE] [--arch llama|gemma4|qwen2vl] [model options]\n"
     "  specd-testmodel assistant --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
     "                  [--hidden-weight W] [--quantize TYPE] [gemma4 model options]\n"
+    "  specd-testmodel eagle3 --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
+    "                  [--hidden-weight W] [--quantize TYPE] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "  specd-testmodel projector --type gemma3|gemma4v|qwen2.5vl_merger|qwen2vl_merger --n-embd-text N --out FILE\n"
     "                  [options]\n"
@@ -77,6 +79,13 @@ const char * const usage_text =
     "agreement P, or given. The target's hidden state reaches the head's choice through\n"
     "--hidden-weight (default 0.01) times a random projection. --quantize quantizes both.\n"
     "\n"
+    "eagle3 mode: a llama target and an EAGLE3 head for it (one decoder layer with its own KV\n"
+    "cache, fed the inputs of the target's first, middle and last layers). The head's attention\n"
+    "looks at its own position only and passes the token's embedding to the target's output\n"
+    "rows, so it chooses what the target would with all its layers off; alpha, calibration,\n"
+    "--hidden-weight (the weight of the target's features, default 0.01) and --quantize (the\n"
+    "target only) as in assistant mode.\n"
+    "\n"
     "agreement mode: prints the measured agreement of two existing models.\n"
     "\n"
     "projector mode: writes a tiny random-weight vision projector (an mmproj GGUF, loaded with\n"
@@ -115,7 +124,7 @@ struct usage_error : std::runtime_error {
 };
 
 struct cli_options {
-    std::string mode; // "", "pair", "assistant", "agreement", "projector", "lora" or "image"
+    std::string mode; // "", "pair", "assistant", "eagle3", "agreement", "projector", "lora" or "image"
     std::map<std::string, std::string> values;
 
     bool has(const std::string & key) const { return values.count(key) != 0; }
@@ -139,6 +148,7 @@ cli_options parse_cli(int argc, char ** argv) {
         {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha", "--draft-type", "--arch"}},
         {"agreement", {"--draft", "--target", "--seed"}},
         {"assistant", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
+        {"eagle3", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
         {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
                        "--n-layer", "--n-head", "--n-ff", "--seed", "--defect"}},
         {"lora", {"--out", "--rank", "--alpha"}},
@@ -151,7 +161,8 @@ cli_options parse_cli(int argc, char ** argv) {
         opts.mode = argv[i++];
     }
     const names & allowed = mode_options.at(opts.mode);
-    const bool with_model_options = opts.mode.empty() || opts.mode == "pair" || opts.mode == "lora" || opts.mode == "assistant";
+    const bool with_model_options = opts.mode.empty() || opts.mode == "pair" || opts.mode == "lora" || opts.mode == "assistant" ||
+                                    opts.mode == "eagle3";
     for (; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (arg == "-h" || arg == "--help") {
@@ -411,12 +422,51 @@ int run_pair(const cli_options & opts) {
     return 0;
 }
 
+// A head's target (--target), every layer scaled by alpha: calibrated against itself with
+// every layer off (the head's function) to --agreement, or written at --alpha; quantized
+// after the calibration when asked.
+template <typename Params>
+int calibrate_head_target(const cli_options & opts, const vocab_file & vocab, Params target,
+                          uint64_t (*write)(const std::string &, const vocab_file &, const Params &),
+                          const std::string & head_path, const std::optional<std::string> & quantize) {
+    const std::string & target_path = opts.required("--target");
+    const bool          calibrate   = !opts.has("--alpha");
+    const double        want        = calibrate ? parse_real(opts, "--agreement", 0.0, 1.0) : 0.0;
+    const std::string   reference   = head_path + ".reference.tmp";
+    struct Remove {
+        std::string path;
+        ~Remove() { std::filesystem::remove(path); }
+    } remove_reference{reference};
+    target.hparams.residual_scale = 0.0;
+    write(reference, vocab, target);
+    const agreement_probe probe(reference, probe_tokens(vocab.n_vocab, target.seed));
+
+    uint64_t   target_size  = 0;
+    const auto write_target = [&](double alpha) {
+        target.hparams.residual_scale = alpha;
+        target_size                   = write(target_path, vocab, target);
+        return target_path;
+    };
+    const pair_calibration_result result = calibrate_or_write(opts, probe, want, write_target);
+    if (quantize) {
+        model_quantize_in_place(target_path, *quantize);
+        target_size = std::filesystem::file_size(target_path);
+    }
+    describe(target_path, target_size, vocab, target);
+    std::printf("agreement with the head's function %.4f (alpha %.6g, %zu positions, %d evaluations%s)\n",
+                result.agreement, result.residual_scale, probe.n_positions(), result.n_evals,
+                quantize ? ", measured before quantization" : "");
+    if (calibrate && std::abs(result.agreement - want) > 0.1) {
+        std::fprintf(stderr, "error: could not reach agreement %.3f (closest: %.3f)\n", want, result.agreement);
+        return 1;
+    }
+    return 0;
+}
+
 int run_assistant(const cli_options & opts) {
     const vocab_file    vocab       = vocab_file_load(opts.required("--vocab"));
     const std::string & target_path = opts.required("--target");
     const std::string & out         = opts.required("--out");
-    const bool          calibrate   = !opts.has("--alpha");
-    const double        want        = calibrate ? parse_real(opts, "--agreement", 0.0, 1.0) : 0.0;
     if (target_path == out) throw usage_error("--target and --out must be different files");
 
     gemma4_write_params target = parse_gemma4_params(opts);
@@ -436,36 +486,33 @@ int run_assistant(const cli_options & opts) {
                 out.c_str(), (unsigned long long) std::filesystem::file_size(out), vocab.n_vocab, spec.n_embd(),
                 spec.target.n_embd, spec.n_layer, spec.n_head, spec.hidden_weight, (unsigned long long) target.seed);
 
-    // The reference the target is calibrated against: itself with every layer off.
-    const std::string reference = out + ".reference.tmp";
-    struct Remove {
-        std::string path;
-        ~Remove() { std::filesystem::remove(path); }
-    } remove_reference{reference};
-    target.hparams.residual_scale = 0.0;
-    gemma4_model_write(reference, vocab, target);
-    const agreement_probe probe(reference, probe_tokens(vocab.n_vocab, target.seed));
+    return calibrate_head_target(opts, vocab, target, &gemma4_model_write, out, quantize);
+}
 
-    uint64_t   target_size  = 0;
-    const auto write_target = [&](double alpha) {
-        target.hparams.residual_scale = alpha;
-        target_size                   = gemma4_model_write(target_path, vocab, target);
-        return target_path;
-    };
-    const pair_calibration_result result = calibrate_or_write(opts, probe, want, write_target);
-    if (quantize) {
-        model_quantize_in_place(target_path, *quantize);
-        target_size = std::filesystem::file_size(target_path);
-    }
-    describe(target_path, target_size, vocab, target);
-    std::printf("agreement with the head's function %.4f (alpha %.6g, %zu positions, %d evaluations%s)\n",
-                result.agreement, result.residual_scale, probe.n_positions(), result.n_evals,
-                quantize ? ", measured before quantization" : "");
-    if (calibrate && std::abs(result.agreement - want) > 0.1) {
-        std::fprintf(stderr, "error: could not reach agreement %.3f (closest: %.3f)\n", want, result.agreement);
-        return 1;
-    }
-    return 0;
+int run_eagle3(const cli_options & opts) {
+    const vocab_file    vocab       = vocab_file_load(opts.required("--vocab"));
+    const std::string & target_path = opts.required("--target");
+    const std::string & out         = opts.required("--out");
+    if (target_path == out) throw usage_error("--target and --out must be different files");
+
+    model_write_params target = parse_llama_layout_params(opts, "llama");
+    target.hparams.scaled_from_layer = 0; // every layer: at alpha 0 the target is the head's function
+    eagle3_spec spec;
+    spec.target      = target.hparams;
+    spec.target_seed = target.seed;
+    spec.layers      = eagle3_default_layers(target.hparams.n_layer);
+    if (opts.has("--hidden-weight")) spec.hidden_weight = parse_real(opts, "--hidden-weight", 0.0, 10.0);
+    if (const std::string problem = eagle3_check(spec); !problem.empty()) throw usage_error(problem);
+    const std::optional<std::string> quantize =
+        opts.has("--quantize") ? std::optional(opts.values.at("--quantize")) : std::nullopt;
+
+    eagle3_write(out, vocab, spec);
+    std::printf("wrote %s: %llu bytes, eagle3, n_vocab %u, n_embd %u (target %u), layers %u %u %u, "
+                "hidden weight %g, seed %llu\n",
+                out.c_str(), (unsigned long long) std::filesystem::file_size(out), vocab.n_vocab, spec.n_embd(),
+                spec.target.n_embd, spec.layers[0], spec.layers[1], spec.layers[2], spec.hidden_weight,
+                (unsigned long long) target.seed);
+    return calibrate_head_target(opts, vocab, target, &model_write, target_path, quantize);
 }
 
 int run_agreement(const cli_options & opts) {
@@ -561,6 +608,8 @@ int main(int argc, char ** argv) {
             rc = run_pair(opts);
         } else if (opts.mode == "assistant") {
             rc = run_assistant(opts);
+        } else if (opts.mode == "eagle3") {
+            rc = run_eagle3(opts);
         } else if (opts.mode == "agreement") {
             rc = run_agreement(opts);
         } else if (opts.mode == "projector") {

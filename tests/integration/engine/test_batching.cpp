@@ -129,6 +129,11 @@ TEST(Batching, FourSequencesDraftingWithAHeadAnswerAsOneAtATime) {
     expect_batched_as_alone("gemma4-head-target.gguf", "gemma4-assistant.gguf", 3);
 }
 
+// EAGLE3: its own cache fed for all sequences in one decode per step, drafting together.
+TEST(Batching, FourSequencesDraftingWithAnEagle3HeadAnswerAsOneAtATime) {
+    expect_batched_as_alone("eagle3-target.gguf", "eagle3-head.gguf", 3);
+}
+
 TEST(Batching, MoreRequestsThanSequencesReuseFreedOnes) {
     auto       model = fixtures::shared_model("tiny.gguf");
     auto       js    = jobs();

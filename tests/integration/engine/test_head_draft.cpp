@@ -1,8 +1,8 @@
-// A draft head (gemma4's assistant) drafting for several sequences together: a sequence
-// drafts only from a row of the target's hidden state it took after a target decode, each
+// Draft heads (gemma4's assistant, EAGLE3) drafting for several sequences together: a
+// sequence drafts only from a row of the target it took after a target decode, each
 // sequence's proposal together is what it proposes alone, and drafting together costs one head
 // decode per position for all of them (the tokens after the row, forced ones included, are
-// read one per decode too).
+// read one per decode too). EAGLE3's own cache holds the pairs of every token decoded.
 #include "engine/context_factory.h"
 #include "engine/head_draft.h"
 #include "fixtures.h"
@@ -18,9 +18,21 @@ namespace {
 
 constexpr uint32_t k_ctx = 512;
 
-// The gemma4 fixture target with `n_seq` sequences, its head, and a prompt decoded on each.
+struct HeadFixture {
+    const char * target;
+    const char * head;
+    DraftKind    kind;
+};
+
+void PrintTo(const HeadFixture & f, std::ostream * os) { *os << draft_kind_name(f.kind); }
+
+const HeadFixture k_assistant{"gemma4-head-target.gguf", "gemma4-assistant.gguf", DraftKind::gemma4_assistant};
+const HeadFixture k_eagle3{"eagle3-target.gguf", "eagle3-head.gguf", DraftKind::eagle3};
+
+// A fixture target with `n_seq` sequences, its head, and a prompt decoded on each (fed to the
+// head as the session does after a decode).
 struct Heads {
-    std::shared_ptr<Model>                  target = fixtures::shared_model("gemma4-head-target.gguf");
+    std::shared_ptr<Model>                  target;
     CreatedContext                          tctx;
     std::shared_ptr<HeadContext>            ctx;
     std::vector<KvSequence>                 kv;
@@ -28,23 +40,26 @@ struct Heads {
     std::vector<std::vector<llama_token>>   histories; // each prompt and the target's greedy token after it
     std::atomic<bool>                       cancel{false};
 
-    Heads(const std::vector<std::string> & prompts, bool take_rows = true) {
+    Heads(const HeadFixture & f, const std::vector<std::string> & prompts, bool take_rows = true) :
+        target(fixtures::shared_model(f.target)) {
         const int n_seq = static_cast<int>(prompts.size());
         tctx = create_context(*target, sequences_params(*target, k_ctx, n_seq, 256), "target");
-        ctx  = std::make_shared<HeadContext>(fixtures::shared_model("gemma4-assistant.gguf"), DraftKind::gemma4_assistant,
-                                            *target, tctx.ctx.get(), k_ctx, n_seq);
+        ctx  = std::make_shared<HeadContext>(fixtures::shared_model(f.head), f.kind, *target, tctx.ctx.get(), k_ctx, n_seq, 256);
         Batch batch(256, 1);
-        std::vector<int32_t> last_idx;
+        std::vector<int32_t> first_idx, last_idx;
         for (int s = 0; s < n_seq; ++s) {
             kv.emplace_back(tctx.ctx.get(), s);
             histories.push_back(target->tokenize(prompts[size_t(s)], true, true));
             const auto & h = histories.back();
+            first_idx.push_back(batch.size());
             for (size_t i = 0; i < h.size(); ++i) {
                 const int32_t idx = batch.add(h[i], llama_pos(i), s, i + 1 == h.size());
                 if (i + 1 == h.size()) last_idx.push_back(idx);
             }
         }
         if (llama_decode(tctx.ctx.get(), batch.get()) != 0) throw std::runtime_error("target decode failed");
+        ctx->after_target_decode(batch.size());
+        ctx->clear();
         for (int s = 0; s < n_seq; ++s) {
             kv[size_t(s)].appended(histories[size_t(s)]);
             const float * logits = llama_get_logits_ith(tctx.ctx.get(), last_idx[size_t(s)]);
@@ -52,25 +67,35 @@ struct Heads {
             histories[size_t(s)].push_back(llama_token(std::max_element(logits, logits + n_vocab) - logits));
             seqs.push_back(std::make_unique<HeadDraft>(ctx, s));
             seqs.back()->begin_request(fixtures::greedy(1).sampling, &cancel);
-            if (take_rows) seqs.back()->take_row(tctx.ctx.get(), last_idx[size_t(s)], kv[size_t(s)]);
+            const int32_t n = int32_t(histories[size_t(s)].size()) - 1;
+            if (take_rows) {
+                seqs.back()->feed(batch.get(), first_idx[size_t(s)], n);
+                seqs.back()->take_row(last_idx[size_t(s)], kv[size_t(s)]);
+            }
         }
+        if (ctx->size() > 0 && !ctx->decode(/*drafting=*/false)) throw std::runtime_error("head feed failed");
     }
+
+    // The last position the head's own cache holds for sequence `s` (-1: none).
+    llama_pos head_pos_max(int s) const { return llama_memory_seq_pos_max(llama_get_memory(ctx->get()), s); }
 };
+
+class HeadDraftTest : public ::testing::TestWithParam<HeadFixture> {};
 
 const std::vector<std::string> k_prompts = {"Once upon a time", "one two three four", "the cat sat on the mat."};
 
 } // namespace
 
-TEST(HeadDraft, ProposalsTogetherAreTheProposalsAloneAtOneDecodePerPosition) {
+TEST_P(HeadDraftTest, ProposalsTogetherAreTheProposalsAloneAtOneDecodePerPosition) {
     std::vector<spec::Proposal> alone;
     for (const std::string & p : k_prompts) {
-        Heads                h({p});
+        Heads                h(GetParam(), {p});
         std::vector<HeadJob> job{{.head = h.seqs[0].get(), .req = {.history = h.histories[0], .k = 4}}};
         HeadDraft::propose_together(job);
         EXPECT_EQ(h.ctx->decodes(), 4) << p;
         alone.push_back(std::move(job[0].out));
     }
-    Heads                h(k_prompts);
+    Heads                h(GetParam(), k_prompts);
     std::vector<HeadJob> jobs;
     for (size_t s = 0; s < k_prompts.size(); ++s) jobs.push_back({.head = h.seqs[s].get(), .req = {.history = h.histories[s], .k = 4}});
     HeadDraft::propose_together(jobs);
@@ -82,8 +107,8 @@ TEST(HeadDraft, ProposalsTogetherAreTheProposalsAloneAtOneDecodePerPosition) {
     }
 }
 
-TEST(HeadDraft, TokensAfterTheRowAreReadBeforeDrafting) {
-    Heads h({k_prompts[0], k_prompts[1]});
+TEST_P(HeadDraftTest, TokensAfterTheRowAreReadBeforeDrafting) {
+    Heads h(GetParam(), {k_prompts[0], k_prompts[1]});
     // The second sequence's history goes on two tokens past its row (forced text): they are
     // read first, a decode each, then it drafts; the first drafts at once.
     std::vector<llama_token> longer = h.histories[1];
@@ -97,24 +122,59 @@ TEST(HeadDraft, TokensAfterTheRowAreReadBeforeDrafting) {
     EXPECT_EQ(h.ctx->decodes(), 5) << "2 reads + 3 drafts, the other sequence's drafts in the same decodes";
 }
 
-TEST(HeadDraft, NoRowNoProposal) {
-    Heads                h({k_prompts[0]}, /*take_rows=*/false);
+TEST_P(HeadDraftTest, NoRowNoProposal) {
+    Heads                h(GetParam(), {k_prompts[0]}, /*take_rows=*/false);
     std::vector<HeadJob> job{{.head = h.seqs[0].get(), .req = {.history = h.histories[0], .k = 4}}};
     HeadDraft::propose_together(job);
     EXPECT_TRUE(job[0].out.empty());
     EXPECT_EQ(h.ctx->decodes(), 0);
     // A history that does not reach past the row (the sequence was cut back since) neither.
-    Heads                g({k_prompts[0]});
+    Heads                g(GetParam(), {k_prompts[0]});
     const std::vector<llama_token> shorter(g.histories[0].begin(), g.histories[0].end() - 2);
     std::vector<HeadJob> cut{{.head = g.seqs[0].get(), .req = {.history = shorter, .k = 4}}};
     HeadDraft::propose_together(cut);
     EXPECT_TRUE(cut[0].out.empty());
 }
 
-TEST(HeadDraft, CancelledRequestProposesNothing) {
-    Heads h({k_prompts[0]});
+TEST_P(HeadDraftTest, CancelledRequestProposesNothing) {
+    Heads h(GetParam(), {k_prompts[0]});
     h.cancel = true;
     std::vector<HeadJob> job{{.head = h.seqs[0].get(), .req = {.history = h.histories[0], .k = 4}}};
     HeadDraft::propose_together(job);
     EXPECT_TRUE(job[0].out.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDraft, HeadDraftTest, ::testing::Values(k_assistant, k_eagle3),
+                         [](const auto & info) { return std::string(info.param.kind == DraftKind::eagle3 ? "Eagle3" : "Assistant"); });
+
+// EAGLE3's cache after a prompt: the pair of every token but the last (which waits for the
+// token after it); a draft goes on from the last token's position and the next feed takes
+// the drafted positions back.
+TEST(HeadDraftEagle3, ItsCacheHoldsThePairsOfWhatTheTargetDecoded) {
+    Heads             h(k_eagle3, {k_prompts[0], k_prompts[2]});
+    const std::size_t n0 = h.histories[0].size() - 1, n1 = h.histories[1].size() - 1; // prompt lengths
+    EXPECT_EQ(h.head_pos_max(0), llama_pos(n0) - 2);
+    EXPECT_EQ(h.head_pos_max(1), llama_pos(n1) - 2);
+    std::vector<HeadJob> job{{.head = h.seqs[0].get(), .req = {.history = h.histories[0], .k = 3}}};
+    HeadDraft::propose_together(job);
+    ASSERT_EQ(job[0].out.tokens.size(), 3u);
+    // The bridge (the last prompt token's pair) and the first two drafts' pairs.
+    EXPECT_EQ(h.head_pos_max(0), llama_pos(n0) + 1);
+    EXPECT_EQ(h.head_pos_max(1), llama_pos(n1) - 2) << "the other sequence is left as it was";
+}
+
+// A cache that was forgotten (after an image, a restored prompt or a shift) drafts on: the
+// sequence starts over at the row's position. The fixture's head attends to its own position
+// only, so it drafts what it did with its whole cache.
+TEST(HeadDraftEagle3, AForgottenCacheStartsOverAtTheRow) {
+    Heads h(k_eagle3, {k_prompts[0]});
+    std::vector<HeadJob> job{{.head = h.seqs[0].get(), .req = {.history = h.histories[0], .k = 3}}};
+    HeadDraft::propose_together(job);
+    Heads g(k_eagle3, {k_prompts[0]});
+    g.ctx->forget(0);
+    EXPECT_EQ(g.head_pos_max(0), -1);
+    std::vector<HeadJob> again{{.head = g.seqs[0].get(), .req = {.history = g.histories[0], .k = 3}}};
+    HeadDraft::propose_together(again);
+    EXPECT_EQ(again[0].out.tokens, job[0].out.tokens);
+    EXPECT_EQ(g.head_pos_max(0), llama_pos(g.histories[0].size() - 1) + 1) << "it starts over where the row is";
 }

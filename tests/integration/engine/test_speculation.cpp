@@ -46,8 +46,9 @@ const std::vector<std::string> k_prompts = {
 
 namespace {
 
-// Target and drafter: draft models of high and low agreement, and gemma4's assistant (a head
-// that reads the target's hidden state and KV cache: engine/head_draft).
+// Target and drafter: draft models of high and low agreement, gemma4's assistant (a head that
+// reads the target's hidden state and KV cache: engine/head_draft) and an EAGLE3 head (reads
+// three of the target's layers, keeps a cache of its own).
 struct Pair {
     const char * target;
     const char * draft;
@@ -55,7 +56,8 @@ struct Pair {
 };
 const Pair k_pairs[] = {{"pair-target.gguf", "pair-draft.gguf", "draft-model"},
                         {"pair-low-target.gguf", "pair-low-draft.gguf", "draft-model"},
-                        {"gemma4-head-target.gguf", "gemma4-assistant.gguf", "gemma4-assistant"}};
+                        {"gemma4-head-target.gguf", "gemma4-assistant.gguf", "gemma4-assistant"},
+                        {"eagle3-target.gguf", "eagle3-head.gguf", "eagle3"}};
 
 } // namespace
 
@@ -85,7 +87,7 @@ TEST(Speculation, GreedyOutputIsIdenticalWithDraftModel) {
 }
 
 TEST(Speculation, HighAgreementPairAcceptsMostDrafts) {
-    for (const Pair & p : {k_pairs[0], k_pairs[2]}) {
+    for (const Pair & p : {k_pairs[0], k_pairs[2], k_pairs[3]}) {
         auto    target = fixtures::shared_model(p.target);
         auto    draft  = fixtures::shared_model(p.draft);
         Session spec(target, ctx(), draft);
@@ -227,6 +229,8 @@ TEST(Speculation, SampledOutputHasTheSameDistribution) {
     // 262k-vocabulary ones, so fewer seeds: the test's cost in the sanitizer build).
     SCOPED_TRACE("gemma4-assistant");
     expect_same_sampled_distribution(k_pairs[2], 300);
+    SCOPED_TRACE("eagle3");
+    expect_same_sampled_distribution(k_pairs[3], 300);
 }
 
 TEST(Speculation, DraftWithAnotherVocabularyIsRefused) {

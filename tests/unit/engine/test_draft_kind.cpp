@@ -52,7 +52,24 @@ TEST(DraftKind, ADraftModelIsLeftToTheVocabularyCheck) {
     EXPECT_EQ(draft_refusal(gemma4(64), info("llama", {})), "");
 }
 
+TEST(DraftKind, AnEagle3HeadDraftsForAModelOfItsWidthWhoseLayersCanBeRead) {
+    const GgufInfo head = info("eagle3", {{"eagle3.target_hidden_size", 64}});
+    EXPECT_EQ(draft_refusal(info("llama", {{"llama.embedding_length", 64}}), head), "");
+    EXPECT_EQ(draft_refusal(gemma4(64), head), "");
+    EXPECT_NE(draft_refusal(info("llama", {{"llama.embedding_length", 128}}), head).find("hidden size of 64, the model's is 128"),
+              std::string::npos);
+    // phi3's graph hands out no layer inputs: libllama would abort the process.
+    EXPECT_NE(draft_refusal(info("phi3", {{"phi3.embedding_length", 64}}), head).find("cannot read the layers of a phi3"),
+              std::string::npos);
+    EXPECT_TRUE(has_own_cache(DraftKind::eagle3));
+    EXPECT_FALSE(has_own_cache(DraftKind::gemma4_assistant));
+    EXPECT_EQ(draft_ubatch(DraftKind::eagle3, 4, 512), 64);
+    EXPECT_EQ(draft_ubatch(DraftKind::eagle3, 100, 2000), 100);
+    EXPECT_EQ(draft_ubatch(DraftKind::eagle3, 1, 20), 21); // a decode's tokens and a bridge
+    EXPECT_EQ(draft_ubatch(DraftKind::gemma4_assistant, 4, 512), 4);
+    EXPECT_EQ(draft_ubatch(DraftKind::model, 4, 512), 512);
+}
+
 TEST(DraftKind, HeadsNotServedYetAreRefusedByName) {
-    EXPECT_NE(draft_refusal(gemma4(64), info("eagle3", {})).find("eagle3 drafter is not supported"), std::string::npos);
     EXPECT_NE(draft_refusal(gemma4(64), info("dflash", {})).find("dflash drafter is not supported"), std::string::npos);
 }

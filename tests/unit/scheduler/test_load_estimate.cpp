@@ -59,9 +59,12 @@ TEST(LoadEstimate, ComputeGrowsWithTheBatchAndTheContext) {
     e.draft_out_per_token = e.out_per_token;
     EXPECT_EQ(e.compute(2), 512 * e.out_per_token * 2);
     EXPECT_EQ(e.compute(4), 512 * e.out_per_token * 2);
-    // A head's decodes hold one token per sequence: its output for n_seq tokens only.
-    e.draft_is_head = true;
+    // gemma4's assistant decodes one token per sequence: its output for n_seq tokens only.
+    e.draft_kind = engine::DraftKind::gemma4_assistant;
     EXPECT_EQ(e.compute(4), 512 * e.out_per_token + 4 * e.out_per_token);
+    // EAGLE3 takes the target's decodes in micro-batches of 64 tokens.
+    e.draft_kind = engine::DraftKind::eagle3;
+    EXPECT_EQ(e.compute(4), 512 * e.out_per_token + 64 * e.out_per_token);
 }
 
 TEST(LoadEstimate, AContextOverTheCeilingIsABadRequestNamingIt) {
