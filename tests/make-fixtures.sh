@@ -48,6 +48,8 @@
 #                                   with its own KV cache, fed the inputs of the target's layers
 #                                   0, 2 and 3): the head chooses what the target does on ~80% of
 #                                   positions (specd-testmodel eagle3)
+#   eagle3-uniform-head.gguf        the same head with attention over every position alike
+#                                   (--attention uniform): tests of how its cache is fed
 #   qwen-vl-text.gguf, qwen-vl-mmproj.gguf
 #                                   a qwen2vl text model (qwen2 vocab, Qwen2.5's chat template,
 #                                   n_embd 64, M-RoPE; Q8_0) and a Qwen2.5-VL merger projector for
@@ -143,6 +145,11 @@ fixture gemma4-head "gemma4-head-target.gguf gemma4-assistant.gguf" assistant --
   --alpha 0.0254 --quantize q8_0 --seed 6 --target "$out/gemma4-head-target.gguf" --out "$out/gemma4-assistant.gguf"
 fixture eagle3 "eagle3-target.gguf eagle3-head.gguf" eagle3 --vocab "$phi3" --alpha 0.0586 --seed 7 --n-layer 4 \
   --target "$out/eagle3-target.gguf" --out "$out/eagle3-head.gguf"
+# The same head with attention that weighs every position alike: what it drafts depends on
+# every pair its cache holds (tests of how the cache is fed). Its target is eagle3-target.gguf.
+fixture eagle3-uniform "eagle3-uniform-head.gguf" eagle3 --vocab "$phi3" --alpha 0.0586 --seed 7 --n-layer 4 \
+  --attention uniform --target "$out/.eagle3-uniform-target.tmp" --out "$out/eagle3-uniform-head.gguf"
+rm -f "$out/.eagle3-uniform-target.tmp"
 gemma4v_args=(projector --type gemma4v --n-embd-text 64 --seed 6)
 fixture gemma4-mmproj "gemma4-mmproj.gguf" "${gemma4v_args[@]}" --out "$out/gemma4-mmproj.gguf"
 fixture qwen-vl-text "qwen-vl-text.gguf" --arch qwen2vl --vocab "$models/ggml-vocab-qwen2.gguf" \

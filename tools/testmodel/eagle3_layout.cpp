@@ -84,7 +84,7 @@ std::vector<tensor_spec> eagle3_tensor_specs(const eagle3_spec & spec, uint32_t 
         for (int64_t j = 0; j < hd; ++j) {
             float * row = data + j * d_in;
             for (int64_t i = 0; i < d_in; ++i) row[i] = 0.0f;
-            if (j % 2 == 0) {
+            if (j % 2 == 0 && !spec.uniform_attention) {
                 for (int64_t i = d_t; i < d_t + n_one; ++i) row[i] = float(m / double(n_one));
             }
         }

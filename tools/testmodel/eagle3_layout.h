@@ -34,6 +34,9 @@ struct eagle3_spec {
     uint32_t                n_extra = 32; // the block of ones beside the token's embedding
     uint32_t                n_ff    = 128;
     double                  hidden_weight = 0.01;
+    // For tests of how a head's cache is fed: attention weighs every position alike (Q and K
+    // are zero), so what the head drafts depends on every pair its cache holds.
+    bool                    uniform_attention = false;
 
     uint32_t n_embd() const { return target.n_embd + n_extra; }
     uint32_t head_dim() const { return target.n_embd; } // V carries the whole embedding

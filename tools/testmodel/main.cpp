@@ -36,7 +36,7 @@ const char * const usage_text =
     "  specd-testmodel assistant --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
     "                  [--hidden-weight W] [--quantize TYPE] [gemma4 model options]\n"
     "  specd-testmodel eagle3 --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
-    "                  [--hidden-weight W] [--quantize TYPE] [model options]\n"
+    "                  [--hidden-weight W] [--attention self|uniform] [--quantize TYPE] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "  specd-testmodel projector --type gemma3|gemma4v|qwen2.5vl_merger|qwen2vl_merger --n-embd-text N --out FILE\n"
     "                  [options]\n"
@@ -84,7 +84,9 @@ const char * const usage_text =
     "looks at its own position only and passes the token's embedding to the target's output\n"
     "rows, so it chooses what the target would with all its layers off; alpha, calibration,\n"
     "--hidden-weight (the weight of the target's features, default 0.01) and --quantize (the\n"
-    "target only) as in assistant mode.\n"
+    "target only) as in assistant mode. --attention uniform: for tests of how the head's cache\n"
+    "is fed, its attention weighs every position alike, so its drafts depend on every pair the\n"
+    "cache holds (the agreement is then not the head's).\n"
     "\n"
     "agreement mode: prints the measured agreement of two existing models.\n"
     "\n"
@@ -148,7 +150,7 @@ cli_options parse_cli(int argc, char ** argv) {
         {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha", "--draft-type", "--arch"}},
         {"agreement", {"--draft", "--target", "--seed"}},
         {"assistant", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
-        {"eagle3", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
+        {"eagle3", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize", "--attention"}},
         {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
                        "--n-layer", "--n-head", "--n-ff", "--seed", "--defect"}},
         {"lora", {"--out", "--rank", "--alpha"}},
@@ -502,6 +504,11 @@ int run_eagle3(const cli_options & opts) {
     spec.target_seed = target.seed;
     spec.layers      = eagle3_default_layers(target.hparams.n_layer);
     if (opts.has("--hidden-weight")) spec.hidden_weight = parse_real(opts, "--hidden-weight", 0.0, 10.0);
+    if (opts.has("--attention")) {
+        const std::string & a = opts.values.at("--attention");
+        if (a != "self" && a != "uniform") throw usage_error("--attention: self or uniform, got '" + a + "'");
+        spec.uniform_attention = a == "uniform";
+    }
     if (const std::string problem = eagle3_check(spec); !problem.empty()) throw usage_error(problem);
     const std::optional<std::string> quantize =
         opts.has("--quantize") ? std::optional(opts.values.at("--quantize")) : std::nullopt;

@@ -178,3 +178,123 @@ TEST(HeadDraftEagle3, AForgottenCacheStartsOverAtTheRow) {
     EXPECT_EQ(again[0].out.tokens, job[0].out.tokens);
     EXPECT_EQ(g.head_pos_max(0), llama_pos(g.histories[0].size() - 1) + 1) << "it starts over where the row is";
 }
+
+namespace {
+
+// One sequence of the EAGLE3 fixture target and `head`, driven as the session drives them:
+// a target decode, then the head fed that decode's tokens and given the row that chose the
+// next token.
+struct Eagle3Run {
+    std::shared_ptr<Model>       target = fixtures::shared_model("eagle3-target.gguf");
+    CreatedContext               tctx;
+    std::shared_ptr<HeadContext> ctx;
+    KvSequence                   kv;
+    HeadDraft                    head;
+    std::vector<llama_token>     history; // committed tokens, the last not decoded yet
+    std::atomic<bool>            cancel{false};
+
+    explicit Eagle3Run(const char * head_file) :
+        tctx(create_context(*target, sequences_params(*target, k_ctx, 1, 256), "target")),
+        ctx(std::make_shared<HeadContext>(fixtures::shared_model(head_file), DraftKind::eagle3, *target, tctx.ctx.get(),
+                                          k_ctx, 1, 256)),
+        kv(tctx.ctx.get(), 0), head(ctx, 0) {
+        SamplingOptions sampling = fixtures::greedy(1).sampling;
+        sampling.temperature     = 1.0f; // distributions to compare, not point masses
+        head.begin_request(sampling, &cancel);
+    }
+
+    // Decodes `tokens` after what the target holds and feeds them to the head. Returns the
+    // target's greedy choice after each token.
+    std::vector<llama_token> decode(const std::vector<llama_token> & tokens) {
+        Batch batch(256, 1);
+        for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], kv.next_pos() + llama_pos(i), 0, true);
+        if (llama_decode(tctx.ctx.get(), batch.get()) != 0) throw std::runtime_error("target decode failed");
+        std::vector<llama_token> choices;
+        const int32_t            n_vocab = llama_vocab_n_tokens(target->vocab());
+        for (int32_t i = 0; i < batch.size(); ++i) {
+            const float * logits = llama_get_logits_ith(tctx.ctx.get(), i);
+            choices.push_back(llama_token(std::max_element(logits, logits + n_vocab) - logits));
+        }
+        ctx->after_target_decode(batch.size());
+        ctx->clear();
+        head.feed(batch.get(), 0, batch.size());
+        return choices;
+    }
+
+    // After decode(): the target keeps the first `n_keep` tokens decoded; the row of the last
+    // of them chose the next token. Then the head's fed pairs are decoded.
+    void keep(const std::vector<llama_token> & decoded, size_t n_keep) {
+        kv.appended(std::span(decoded).first(n_keep));
+        kv.keep(kv.size());
+        head.take_row(int32_t(n_keep) - 1, kv);
+        if (ctx->size() > 0 && !ctx->decode(/*drafting=*/false)) throw std::runtime_error("head feed failed");
+    }
+
+    spec::Proposal propose(int k) {
+        std::vector<HeadJob> job{{.head = &head, .req = {.history = history, .k = k, .seed = 3}}};
+        HeadDraft::propose_together(job);
+        return std::move(job[0].out);
+    }
+};
+
+} // namespace
+
+// EAGLE3's cache fed chunk by chunk and round by round (each round's drafts verified, the
+// rejected positions taken back, the bridge pair before each part) holds what one decode of
+// the whole history feeds it: a head whose attention weighs every position alike drafts from either with the
+// same distribution.
+TEST(HeadDraftEagle3, ACacheFedRoundByRoundHoldsWhatOneFeedOfTheHistoryGives) {
+    Eagle3Run inc("eagle3-uniform-head.gguf");
+    inc.history = inc.target->tokenize("Once upon a time, in a land far away,", true, true);
+    {
+        // The prompt in two chunks: the second's first token completes the first's last pair.
+        const auto                     prompt = inc.history;
+        const size_t                   half   = prompt.size() / 2;
+        const std::vector<llama_token> a(prompt.begin(), prompt.begin() + std::ptrdiff_t(half));
+        const std::vector<llama_token> b(prompt.begin() + std::ptrdiff_t(half), prompt.end());
+        inc.decode(a);
+        inc.keep(a, a.size());
+        const auto choices = inc.decode(b);
+        inc.keep(b, b.size());
+        inc.history.push_back(choices.back());
+    }
+    int rejected = 0;
+    for (int round = 0; round < 12; ++round) {
+        // Every third round drafts nothing (as at depth 0): the bridge pair is the feed's.
+        const spec::Proposal p = round % 3 == 2 ? spec::Proposal{} : inc.propose(3);
+        ASSERT_EQ(p.tokens.size(), round % 3 == 2 ? 0u : 3u) << "round " << round;
+        std::vector<llama_token> tokens{inc.history.back()};
+        tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
+        const auto choices = inc.decode(tokens);
+        size_t     n_acc   = 0;
+        while (n_acc < p.tokens.size() && choices[n_acc] == p.tokens[n_acc]) ++n_acc;
+        rejected += int(p.tokens.size() - n_acc);
+        // The target's cache drops the rejected positions; the head's keeps them until its
+        // sequence next writes there.
+        llama_memory_seq_rm(llama_get_memory(inc.tctx.ctx.get()), 0, inc.kv.next_pos() + llama_pos(1 + n_acc), -1);
+        inc.keep(tokens, 1 + n_acc);
+        inc.history.insert(inc.history.end(), p.tokens.begin(), p.tokens.begin() + std::ptrdiff_t(n_acc));
+        inc.history.push_back(choices[n_acc]);
+    }
+    ASSERT_GT(rejected, 0) << "no round had a rejected draft to take back";
+
+    Eagle3Run once("eagle3-uniform-head.gguf");
+    once.history = inc.history;
+    const std::vector<llama_token> read(once.history.begin(), once.history.end() - 1);
+    once.decode(read);
+    once.keep(read, read.size());
+
+    const spec::Proposal a = inc.propose(1);
+    const spec::Proposal b = once.propose(1);
+    ASSERT_EQ(a.dists.size(), 1u);
+    ASSERT_EQ(b.dists.size(), 1u);
+    // Every one of the history's tokens weighs 1/n in the draft's input: one pair missing,
+    // doubled or shifted moves the distribution far more than the batch shapes' rounding.
+    const spec::TokenDist & qa = a.dists[0];
+    const spec::TokenDist & qb = b.dists[0];
+    ASSERT_FALSE(qa.ids.empty());
+    for (size_t i = 0; i < std::min<size_t>(qa.ids.size(), 5); ++i) {
+        EXPECT_NEAR(qa.probs[i], qb.prob_of(qa.ids[i]), 2e-3) << "candidate " << i;
+    }
+    EXPECT_EQ(a.tokens, b.tokens);
+}
