@@ -156,6 +156,16 @@ bool HeadContext::decode(bool drafting) {
     return llama_decode(ctx_.get(), b) == 0;
 }
 
+bool HeadContext::feed_pair(llama_token token, llama_pos pos, llama_seq_id seq, const float * row) {
+    bool ok = true;
+    if (n_tokens_ >= capacity_) {
+        ok = decode(/*drafting=*/false);
+        clear();
+    }
+    add(token, pos, seq, row, /*output=*/false);
+    return ok;
+}
+
 const float * HeadContext::hidden_row(int32_t idx) const { return llama_get_embeddings_nextn_ith(ctx_.get(), idx); }
 
 void HeadContext::trim(llama_seq_id seq, llama_pos pos) {

@@ -62,6 +62,9 @@ class HeadContext {
     // Decodes the batch; false when llama.cpp refused it. decodes() counts the drafting
     // decodes (EAGLE3's feeding decodes after each target step are not counted).
     bool    decode(bool drafting = true);
+    // A pair for the head's own cache (no output): when the batch is full, what it holds is
+    // decoded first. false when such a decode failed.
+    bool    feed_pair(llama_token token, llama_pos pos, llama_seq_id seq, const float * row);
     int64_t decodes() const { return decodes_; }
     // The head's hidden state after batch index `idx` of the last decode (its input for the
     // token it drafts there); null when llama.cpp has none.

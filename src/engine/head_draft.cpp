@@ -48,22 +48,70 @@ size_t HeadDraft::begin_prompt(KvSequence & kv, size_t common, bool in_place, bo
 
 void HeadDraft::forget() {
     ctx_->forget(seq_);
+    backlog_tokens_.clear();
+    backlog_pos_.clear();
+    backlog_rows_.clear();
     has_row_ = false;
 }
 
-void HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n) {
+void HeadDraft::cut(llama_pos from) {
+    size_t keep = 0;
+    while (keep < backlog_pos_.size() && backlog_pos_[keep] < from) ++keep;
+    backlog_tokens_.resize(keep);
+    backlog_pos_.resize(keep);
+    backlog_rows_.resize(keep * size_t(ctx_->n_embd()));
+    if (keep == 0) {
+        ctx_->trim(seq_, from); // the cache ends before the backlog began
+    } else if (backlog_pos_.back() + 1 < from) {
+        ctx_->forget(seq_);
+        backlog_tokens_.clear();
+        backlog_pos_.clear();
+        backlog_rows_.clear();
+    }
+}
+
+bool HeadDraft::flush_backlog() {
+    bool          ok = true;
+    const size_t  w  = size_t(ctx_->n_embd());
+    for (size_t i = 0; i < backlog_pos_.size(); ++i) {
+        ok = ctx_->feed_pair(backlog_tokens_[i], backlog_pos_[i], seq_, backlog_rows_.data() + i * w) && ok;
+    }
+    backlog_tokens_.clear();
+    backlog_pos_.clear();
+    backlog_rows_.clear();
+    return ok;
+}
+
+bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, bool defer) {
     HeadContext & hc = *ctx_;
-    if (!hc.own_cache() || n <= 0) return;
+    if (!hc.own_cache() || n <= 0) return true;
     const llama_pos p0 = batch.pos[first];
     // The pair the last row waited for: its token is this part's first.
     const bool bridge = has_row_ && pos_ == p0 && p0 > 0;
-    hc.trim(seq_, bridge ? p0 - 1 : p0);
-    if (bridge && hc.size() < hc.capacity()) hc.add(batch.token[first], p0 - 1, seq_, row_.data(), /*output=*/false);
-    for (int32_t k = first; k + 1 < first + n && hc.size() < hc.capacity(); ++k) {
-        const float * g = hc.target_row(k);
-        if (!g) return;
-        hc.add(batch.token[k + 1], batch.pos[k], seq_, g, /*output=*/false);
+    cut(bridge ? p0 - 1 : p0);
+    // At most what fits one batch of the context per sequence: past it, start over.
+    const size_t k_backlog_max = size_t(std::max(1, hc.capacity() / 4));
+    if (defer && backlog_pos_.size() + size_t(n) > k_backlog_max) {
+        forget();
+        return true;
     }
+    bool       ok   = defer || flush_backlog();
+    const auto pair = [&](llama_token token, llama_pos pos, const float * row) {
+        if (!defer) {
+            ok = hc.feed_pair(token, pos, seq_, row) && ok;
+            return;
+        }
+        backlog_tokens_.push_back(token);
+        backlog_pos_.push_back(pos);
+        backlog_rows_.insert(backlog_rows_.end(), row, row + hc.n_embd());
+    };
+    if (bridge) pair(batch.token[first], p0 - 1, row_.data());
+    for (int32_t k = first; k + 1 < first + n; ++k) {
+        const float * g = hc.target_row(k);
+        if (!g) break;
+        pair(batch.token[k + 1], batch.pos[k], g);
+    }
+    return ok;
 }
 
 void HeadDraft::take_row(int32_t idx, const KvSequence & kv) {
@@ -93,10 +141,24 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
                .pos = start};
         // An image position has no token to read; the row is stale then anyway.
         if (std::any_of(l.pending.begin(), l.pending.end(), [](llama_token t) { return t < 0; })) continue;
-        hc.trim(h.seq_, start);
         h.sampler_->set_constraint(job.req.constraint ? std::make_unique<GrammarConstraint>(job.req.constraint->clone())
                                                       : nullptr);
         lanes.push_back(std::move(l));
+    }
+    // A head with its own cache: each sequence's cache ends right before its draft's first
+    // position, the pairs rounds without drafts left waiting decoded first (all in one go).
+    if (hc.own_cache() && !lanes.empty()) {
+        hc.clear();
+        bool ok = true;
+        for (Lane & l : lanes) {
+            HeadDraft & h = *l.job->head;
+            h.cut(l.pos);
+            ok = h.flush_backlog() && ok;
+        }
+        if (hc.size() > 0) ok = hc.decode(/*drafting=*/false) && ok;
+        if (!ok) {
+            for (Lane & l : lanes) l.job->head->ctx_->forget(l.job->head->seq_);
+        }
     }
 
     for (;;) {

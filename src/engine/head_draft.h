@@ -62,7 +62,11 @@ class HeadDraft {
     // at indices [first, first + n) of `batch`. A head with its own cache adds their pairs to
     // its context's batch (after HeadContext::after_target_decode), which the session then
     // decodes for all sequences at once (HeadContext::decode(false)); others need nothing.
-    void feed(const llama_batch & batch, int32_t first, int32_t n);
+    // `defer` (a round that drafted nothing): the pairs wait in the sequence's backlog, decoded
+    // with the next pairs fed or before the next draft, so that a request whose depth
+    // controller stopped drafting does not pay a head decode every step. false when a decode
+    // of a full batch failed.
+    bool feed(const llama_batch & batch, int32_t first, int32_t n, bool defer = false);
     // Then: the target's row at batch index `idx` chose the token that follows what `kv` now
     // holds.
     void take_row(int32_t idx, const KvSequence & kv);
@@ -79,6 +83,11 @@ class HeadDraft {
 
   private:
     bool cancelled() const { return cancel_ && cancel_->load(); }
+    // The sequence's pairs (its cache, then its backlog) end right before `from`: what is at
+    // or after it goes; a gap before it (an image) starts both over.
+    void cut(llama_pos from);
+    // Adds the backlog to the context's batch, oldest first; false when a decode failed.
+    bool flush_backlog();
 
     std::shared_ptr<HeadContext> ctx_;
     llama_seq_id                 seq_;
@@ -88,6 +97,11 @@ class HeadDraft {
     size_t                       row_at_ = 0;
     llama_pos                    pos_    = 0; // where the target's next token goes (the row's is pos_ - 1)
     bool                         has_row_ = false;
+    // Pairs fed but not decoded yet (feed's `defer`), in position order: at most
+    // k_backlog_max, past which the sequence starts over.
+    std::vector<llama_token>     backlog_tokens_;
+    std::vector<llama_pos>       backlog_pos_;
+    std::vector<float>           backlog_rows_;
 };
 
 } // namespace specd::engine

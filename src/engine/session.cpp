@@ -238,8 +238,14 @@ int64_t Session::feed_head(const std::vector<RequestRun *> & in_batch) {
     const int64_t t0 = now_ns();
     head_ctx_->after_target_decode(batch_.size());
     head_ctx_->clear();
-    for (RequestRun * r : feeding) r->slot.head->feed(batch_.get(), r->batch_part().first, r->batch_part().n);
-    if (head_ctx_->size() > 0 && !head_ctx_->decode(/*drafting=*/false)) {
+    bool ok = true;
+    for (RequestRun * r : feeding) {
+        // A round that drafted nothing leaves its pairs waiting (HeadDraft::feed's `defer`).
+        const bool defer = !r->prefilling() && !r->round_has_drafts();
+        ok = r->slot.head->feed(batch_.get(), r->batch_part().first, r->batch_part().n, defer) && ok;
+    }
+    if (head_ctx_->size() > 0) ok = head_ctx_->decode(/*drafting=*/false) && ok;
+    if (!ok) {
         // What it holds of these sequences is unknown now: they start over (drafts get worse
         // for a while, answers do not change).
         for (RequestRun * r : feeding) r->slot.head->forget();

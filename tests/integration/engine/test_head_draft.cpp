@@ -205,7 +205,7 @@ struct Eagle3Run {
 
     // Decodes `tokens` after what the target holds and feeds them to the head. Returns the
     // target's greedy choice after each token.
-    std::vector<llama_token> decode(const std::vector<llama_token> & tokens) {
+    std::vector<llama_token> decode(const std::vector<llama_token> & tokens, bool defer = false) {
         Batch batch(256, 1);
         for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], kv.next_pos() + llama_pos(i), 0, true);
         if (llama_decode(tctx.ctx.get(), batch.get()) != 0) throw std::runtime_error("target decode failed");
@@ -217,7 +217,7 @@ struct Eagle3Run {
         }
         ctx->after_target_decode(batch.size());
         ctx->clear();
-        head.feed(batch.get(), 0, batch.size());
+        if (!head.feed(batch.get(), 0, batch.size(), defer)) throw std::runtime_error("head feed failed");
         return choices;
     }
 
@@ -240,8 +240,9 @@ struct Eagle3Run {
 } // namespace
 
 // EAGLE3's cache fed chunk by chunk and round by round (each round's drafts verified, the
-// rejected positions taken back, the bridge pair before each part) holds what one decode of
-// the whole history feeds it: a head whose attention weighs every position alike drafts from either with the
+// rejected positions taken back, the bridge pair before each part, the pairs of rounds
+// without drafts left waiting and decoded before the next draft) holds what one decode of the
+// whole history feeds it: a head whose attention weighs every position alike drafts from either with the
 // same distribution.
 TEST(HeadDraftEagle3, ACacheFedRoundByRoundHoldsWhatOneFeedOfTheHistoryGives) {
     Eagle3Run inc("eagle3-uniform-head.gguf");
@@ -259,13 +260,16 @@ TEST(HeadDraftEagle3, ACacheFedRoundByRoundHoldsWhatOneFeedOfTheHistoryGives) {
         inc.history.push_back(choices.back());
     }
     int rejected = 0;
-    for (int round = 0; round < 12; ++round) {
-        // Every third round drafts nothing (as at depth 0): the bridge pair is the feed's.
-        const spec::Proposal p = round % 3 == 2 ? spec::Proposal{} : inc.propose(3);
-        ASSERT_EQ(p.tokens.size(), round % 3 == 2 ? 0u : 3u) << "round " << round;
+    for (int round = 0; round < 14; ++round) {
+        // Two rounds in every four draft nothing (as at depth 0): their pairs wait in the
+        // sequence's backlog (the session defers them) until the next draft decodes them; the
+        // bridge pair is the feed's then.
+        const bool           idle = round % 4 >= 2;
+        const spec::Proposal p    = idle ? spec::Proposal{} : inc.propose(3);
+        ASSERT_EQ(p.tokens.size(), idle ? 0u : 3u) << "round " << round;
         std::vector<llama_token> tokens{inc.history.back()};
         tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
-        const auto choices = inc.decode(tokens);
+        const auto choices = inc.decode(tokens, /*defer=*/idle);
         size_t     n_acc   = 0;
         while (n_acc < p.tokens.size() && choices[n_acc] == p.tokens[n_acc]) ++n_acc;
         rejected += int(p.tokens.size() - n_acc);
