@@ -48,37 +48,35 @@ size_t HeadDraft::begin_prompt(KvSequence & kv, size_t common, bool in_place, bo
 
 void HeadDraft::forget() {
     ctx_->forget(seq_);
-    backlog_tokens_.clear();
-    backlog_pos_.clear();
-    backlog_rows_.clear();
+    keep_backlog(0);
     has_row_ = false;
+}
+
+void HeadDraft::keep_backlog(size_t n) {
+    backlog_tokens_.resize(n);
+    backlog_pos_.resize(n);
+    backlog_rows_.resize(n * size_t(ctx_->n_embd()));
 }
 
 void HeadDraft::cut(llama_pos from) {
     size_t keep = 0;
     while (keep < backlog_pos_.size() && backlog_pos_[keep] < from) ++keep;
-    backlog_tokens_.resize(keep);
-    backlog_pos_.resize(keep);
-    backlog_rows_.resize(keep * size_t(ctx_->n_embd()));
+    keep_backlog(keep);
     if (keep == 0) {
         ctx_->trim(seq_, from); // the cache ends before the backlog began
     } else if (backlog_pos_.back() + 1 < from) {
         ctx_->forget(seq_);
-        backlog_tokens_.clear();
-        backlog_pos_.clear();
-        backlog_rows_.clear();
+        keep_backlog(0);
     }
 }
 
 bool HeadDraft::flush_backlog() {
-    bool          ok = true;
-    const size_t  w  = size_t(ctx_->n_embd());
+    bool         ok = true;
+    const size_t w  = size_t(ctx_->n_embd());
     for (size_t i = 0; i < backlog_pos_.size(); ++i) {
         ok = ctx_->feed_pair(backlog_tokens_[i], backlog_pos_[i], seq_, backlog_rows_.data() + i * w) && ok;
     }
-    backlog_tokens_.clear();
-    backlog_pos_.clear();
-    backlog_rows_.clear();
+    keep_backlog(0);
     return ok;
 }
 
@@ -89,9 +87,10 @@ bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, bool d
     // The pair the last row waited for: its token is this part's first.
     const bool bridge = has_row_ && pos_ == p0 && p0 > 0;
     cut(bridge ? p0 - 1 : p0);
-    // At most what fits one batch of the context per sequence: past it, start over.
-    const size_t k_backlog_max = size_t(std::max(1, hc.capacity() / 4));
-    if (defer && backlog_pos_.size() + size_t(n) > k_backlog_max) {
+    // A quarter of the head's batch at most: a request that stays at depth 0 would otherwise
+    // keep every pair it reads. Past it the sequence starts over.
+    const size_t backlog_max = size_t(std::max(1, hc.capacity() / 4));
+    if (defer && backlog_pos_.size() + size_t(n) > backlog_max) {
         forget();
         return true;
     }

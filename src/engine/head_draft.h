@@ -88,6 +88,8 @@ class HeadDraft {
     void cut(llama_pos from);
     // Adds the backlog to the context's batch, oldest first; false when a decode failed.
     bool flush_backlog();
+    void keep_backlog(size_t n); // its first n pairs
+
 
     std::shared_ptr<HeadContext> ctx_;
     llama_seq_id                 seq_;
@@ -97,8 +99,7 @@ class HeadDraft {
     size_t                       row_at_ = 0;
     llama_pos                    pos_    = 0; // where the target's next token goes (the row's is pos_ - 1)
     bool                         has_row_ = false;
-    // Pairs fed but not decoded yet (feed's `defer`), in position order: at most
-    // k_backlog_max, past which the sequence starts over.
+    // Pairs fed but not decoded yet (feed's `defer`), in position order, each with its row.
     std::vector<llama_token>     backlog_tokens_;
     std::vector<llama_pos>       backlog_pos_;
     std::vector<float>           backlog_rows_;
