@@ -24,6 +24,20 @@ std::string eagle3_refusal(const GgufInfo & target, const GgufInfo & draft) {
         return "the eagle3 head was made for a hidden size of " + (hidden ? std::to_string(*hidden) : std::string("?")) +
                ", the model's is " + (width ? std::to_string(*width) : std::string("?"));
     }
+    // The layers it reads (their values are there when the header was read verbose; the
+    // head's context checks them again at load): the target's count itself is its final
+    // hidden state.
+    const auto n_layer = gguf_int(target, target.architecture + ".block_count");
+    for (const MetaEntry & e : draft.metadata) {
+        const auto * layers = std::get_if<MetaEntry::Array>(&e.value);
+        if (e.key != "eagle3.target_layers" || !layers || !n_layer) continue;
+        for (const MetaEntry::Scalar & v : layers->values) {
+            const auto * l = std::get_if<int64_t>(&v);
+            if (l && (*l < 0 || *l > *n_layer)) {
+                return "the eagle3 head reads layer " + std::to_string(*l) + ", the model has " + std::to_string(*n_layer);
+            }
+        }
+    }
     return "";
 }
 

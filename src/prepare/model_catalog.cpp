@@ -307,8 +307,11 @@ models::ModelConfig describe_gguf(const std::filesystem::path & gguf) {
 void check_draft_vocab(const std::filesystem::path & model_gguf, const std::filesystem::path & draft_gguf) {
     // A head reads the target's hidden state and cache: its kind decides what fits, before
     // the vocabularies are compared.
-    if (auto why = engine::draft_refusal(engine::read_gguf_info(model_gguf), engine::read_gguf_info(draft_gguf));
-        !why.empty()) {
+    engine::GgufInfo draft = engine::read_gguf_info(draft_gguf);
+    if (engine::draft_kind_of(draft.architecture) == engine::DraftKind::eagle3) {
+        draft = engine::read_gguf_info(draft_gguf, /*verbose=*/true); // the layers it reads are an array
+    }
+    if (auto why = engine::draft_refusal(engine::read_gguf_info(model_gguf), draft); !why.empty()) {
         throw bad_request("DRAFT cannot be used with this model: " + why);
     }
     if (auto why = engine::gguf_vocab_mismatch(model_gguf, draft_gguf); !why.empty()) {

@@ -183,7 +183,7 @@ describe('EAGLE3 head', () => {
     for (const r of [kept, restored]) assert.ok(ratio(r.speculation) > 0.4, JSON.stringify(r.speculation));
   });
 
-  test('a head for another width or an architecture whose layers cannot be read is refused at create', async () => {
+  test('a head for another width, layers the model lacks or an architecture whose layers cannot be read is refused at create', async () => {
     const { env } = h.srv;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-eagle3-'));
     try {
@@ -191,6 +191,8 @@ describe('EAGLE3 head', () => {
       const cases = [
         ['deep.gguf', /DRAFT cannot be used with this model: the eagle3 head was made for a hidden size of 64, the model's is 128/],
         ['qwen-vl-text.gguf', /DRAFT cannot be used with this model: an eagle3 head cannot read the layers of a qwen2vl model/],
+        // tiny.gguf is as wide, with 2 layers: the head reads layer 3.
+        ['tiny.gguf', /DRAFT cannot be used with this model: the eagle3 head reads layer 3, the model has 2/],
       ];
       for (const [from, message] of cases) {
         fs.writeFileSync(file, `FROM ${fixture(from)}\nDRAFT ${fixture('eagle3-head.gguf')}\n`);

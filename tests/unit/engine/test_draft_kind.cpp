@@ -61,6 +61,13 @@ TEST(DraftKind, AnEagle3HeadDraftsForAModelOfItsWidthWhoseLayersCanBeRead) {
     // phi3's graph hands out no layer inputs: libllama would abort the process.
     EXPECT_NE(draft_refusal(info("phi3", {{"phi3.embedding_length", 64}}), head).find("cannot read the layers of a phi3"),
               std::string::npos);
+    // The layers it reads, when the header was read with its arrays' values.
+    GgufInfo reads = head;
+    reads.metadata.push_back({"eagle3.target_layers", MetaEntry::Array{"INT32", 3, {int64_t(0), int64_t(2), int64_t(3)}}});
+    EXPECT_EQ(draft_refusal(info("llama", {{"llama.embedding_length", 64}, {"llama.block_count", 4}}), reads), "");
+    EXPECT_NE(draft_refusal(info("llama", {{"llama.embedding_length", 64}, {"llama.block_count", 2}}), reads)
+                  .find("reads layer 3, the model has 2"),
+              std::string::npos);
     EXPECT_TRUE(has_own_cache(DraftKind::eagle3));
     EXPECT_FALSE(has_own_cache(DraftKind::gemma4_assistant));
     EXPECT_EQ(draft_ubatch(DraftKind::eagle3, 4, 512), 64);
