@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 namespace specd::engine {
 
@@ -14,16 +15,21 @@ constexpr std::array<std::string_view, 17> k_layer_readable = {
     "lfm2",     "deepseek4", "nemotron_h",   "bailingmoe3", "minimax-01", "minimax-m2", "nanbeige", "muse-glimmer",
 };
 
+// Empty when a head made for a hidden size of `hidden` fits a model `width` wide (either
+// unknown: it does not).
+std::string width_refusal(const std::string & head, std::optional<int64_t> hidden, std::optional<int64_t> width) {
+    if (hidden && width && *hidden == *width) return "";
+    const auto known = [](std::optional<int64_t> v) { return v ? std::to_string(*v) : std::string("?"); };
+    return head + " was made for a hidden size of " + known(hidden) + ", the model's is " + known(width);
+}
+
 std::string eagle3_refusal(const GgufInfo & target, const GgufInfo & draft) {
     if (std::find(k_layer_readable.begin(), k_layer_readable.end(), target.architecture) == k_layer_readable.end()) {
         return "an eagle3 head cannot read the layers of a " + target.architecture + " model";
     }
     const auto hidden = gguf_int(draft, "eagle3.target_hidden_size");
     const auto width  = gguf_int(target, target.architecture + ".embedding_length");
-    if (!hidden || !width || *hidden != *width) {
-        return "the eagle3 head was made for a hidden size of " + (hidden ? std::to_string(*hidden) : std::string("?")) +
-               ", the model's is " + (width ? std::to_string(*width) : std::string("?"));
-    }
+    if (auto why = width_refusal("the eagle3 head", hidden, width); !why.empty()) return why;
     // The layers it reads (their values are there when the header was read verbose; the
     // head's context checks them again at load): the target's count itself is its final
     // hidden state.
@@ -87,10 +93,7 @@ std::string draft_refusal(const GgufInfo & target, const GgufInfo & draft) {
     }
     const auto hidden = gguf_int(draft, "gemma4-assistant.embedding_length_out");
     const auto width  = gguf_int(target, "gemma4.embedding_length");
-    if (!hidden || !width || *hidden != *width) {
-        return "the assistant was made for a hidden size of " + (hidden ? std::to_string(*hidden) : std::string("?")) +
-               ", the model's is " + (width ? std::to_string(*width) : std::string("?"));
-    }
+    if (auto why = width_refusal("the assistant", hidden, width); !why.empty()) return why;
     // Per-layer arrays (as real gemma4 models may carry) are left to libllama's own checks.
     const auto differ = [&](const std::string & key) {
         const auto a = gguf_int(draft, "gemma4-assistant." + key);

@@ -18,8 +18,8 @@ HeadContext::HeadContext(std::shared_ptr<Model> head, DraftKind kind, const Mode
         throw bad_request("the draft head cannot be used: " + why);
     }
     switch (kind_) {
-        case DraftKind::gemma4_assistant: make_assistant(target, target_ctx, n_ctx, n_seq); break;
-        case DraftKind::eagle3: make_eagle3(target, target_ctx, n_ctx, n_seq, target_batch); break;
+        case DraftKind::gemma4_assistant: make_assistant(target, n_ctx, n_seq); break;
+        case DraftKind::eagle3: make_eagle3(target, n_ctx, n_seq, target_batch); break;
         default: throw bad_request("a " + std::string(draft_kind_name(kind_)) + " drafter is not supported by specd yet");
     }
     const size_t n = size_t(capacity_);
@@ -33,7 +33,7 @@ HeadContext::HeadContext(std::shared_ptr<Model> head, DraftKind kind, const Mode
     logits_.assign(n, 1);
 }
 
-void HeadContext::make_assistant(const Model & target, llama_context * target_ctx, uint32_t n_ctx, int n_seq) {
+void HeadContext::make_assistant(const Model & target, uint32_t n_ctx, int n_seq) {
     capacity_ = std::max(1, n_seq);
     n_embd_   = llama_model_n_embd(target.get());
     if (llama_model_n_embd_out(model_->get()) != n_embd_) {
@@ -45,17 +45,16 @@ void HeadContext::make_assistant(const Model & target, llama_context * target_ct
     // cache tensors and cells as they are.
     llama_context_params cp = sequences_params(target, n_ctx, std::max(1, n_seq), capacity_);
     cp.ctx_type  = LLAMA_CONTEXT_TYPE_MTP;
-    cp.ctx_other = target_ctx;
+    cp.ctx_other = target_ctx_;
     cp.n_threads = cp.n_threads_batch = 1; // until use_threads()
     CreatedContext created = create_context(*model_, cp, "cannot create the draft head's context");
     ctx_    = std::move(created.ctx);
     memory_ = created.bytes;
-    llama_set_embeddings_nextn(target_ctx, true, /*masked=*/false);
+    llama_set_embeddings_nextn(target_ctx_, true, /*masked=*/false);
     llama_set_embeddings_nextn(ctx_.get(), true, /*masked=*/true);
 }
 
-void HeadContext::make_eagle3(const Model & target, llama_context * target_ctx, uint32_t n_ctx, int n_seq,
-                              int32_t target_batch) {
+void HeadContext::make_eagle3(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch) {
     const llama_model * head = model_->get();
     n_embd_target_  = llama_model_n_embd(target.get());
     n_layer_target_ = llama_model_n_layer(target.get());
@@ -82,14 +81,14 @@ void HeadContext::make_eagle3(const Model & target, llama_context * target_ctx, 
     capacity_               = std::max(1, target_batch) + std::max(1, n_seq);
     llama_context_params cp = sequences_params(*model_, n_ctx, std::max(1, n_seq), capacity_);
     cp.n_ubatch  = uint32_t(draft_ubatch(kind_, n_seq, target_batch));
-    cp.ctx_other = target_ctx; // the target's token embedding and output, when the head has none
+    cp.ctx_other = target_ctx_; // the target's token embedding and output, when the head has none
     cp.n_threads = cp.n_threads_batch = 1;
     CreatedContext created = create_context(*model_, cp, "cannot create the draft head's context");
     ctx_    = std::move(created.ctx);
     memory_ = created.bytes;
     for (int32_t l : layers_) {
-        if (l < n_layer_target_) llama_set_embeddings_layer_inp(target_ctx, uint32_t(l), true);
-        else llama_set_embeddings_nextn(target_ctx, true, /*masked=*/false);
+        if (l < n_layer_target_) llama_set_embeddings_layer_inp(target_ctx_, uint32_t(l), true);
+        else llama_set_embeddings_nextn(target_ctx_, true, /*masked=*/false);
     }
     llama_set_embeddings_nextn(ctx_.get(), true, /*masked=*/true);
     features_.resize(size_t(target_batch) * layers_.size() * size_t(n_embd_target_));

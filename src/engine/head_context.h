@@ -81,8 +81,8 @@ class HeadContext {
     void use_threads(ThreadPools & pools, const ThreadChoice & choice);
 
   private:
-    void make_eagle3(const Model & target, llama_context * target_ctx, uint32_t n_ctx, int n_seq, int32_t target_batch);
-    void make_assistant(const Model & target, llama_context * target_ctx, uint32_t n_ctx, int n_seq);
+    void make_eagle3(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch);
+    void make_assistant(const Model & target, uint32_t n_ctx, int n_seq);
 
     std::shared_ptr<Model> model_;
     DraftKind              kind_;

@@ -156,7 +156,7 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
         }
         if (hc.size() > 0) ok = hc.decode(/*drafting=*/false) && ok;
         if (!ok) {
-            for (Lane & l : lanes) l.job->head->ctx_->forget(l.job->head->seq_);
+            for (Lane & l : lanes) hc.forget(l.job->head->seq_);
         }
     }
 
