@@ -50,6 +50,11 @@
 #                                   positions (specd-testmodel eagle3)
 #   eagle3-uniform-head.gguf        the same head with attention over every position alike
 #                                   (--attention uniform): tests of how its cache is fed
+#   mtp.gguf                        a glm4moe model (phi-3 vocab, n_embd 64, 4 dense layers, each
+#                                   scaled by alpha 0.0527) that carries one MTP layer (a nextn
+#                                   layer with a cache of its own, two experts and a shared one):
+#                                   the layer chooses what the model does on ~80% of positions
+#                                   (specd-testmodel mtp)
 #   qwen-vl-text.gguf, qwen-vl-mmproj.gguf
 #                                   a qwen2vl text model (qwen2 vocab, Qwen2.5's chat template,
 #                                   n_embd 64, M-RoPE; Q8_0) and a Qwen2.5-VL merger projector for
@@ -150,6 +155,7 @@ fixture eagle3 "eagle3-target.gguf eagle3-head.gguf" eagle3 --vocab "$phi3" --al
 fixture eagle3-uniform "eagle3-uniform-head.gguf" eagle3 --vocab "$phi3" --alpha 0.0586 --seed 7 --n-layer 4 \
   --attention uniform --target "$out/.eagle3-uniform-target.tmp" --out "$out/eagle3-uniform-head.gguf"
 rm -f "$out/.eagle3-uniform-target.tmp"
+fixture mtp "mtp.gguf" mtp --vocab "$phi3" --alpha 0.0527344 --seed 8 --n-layer 4 --out "$out/mtp.gguf"
 gemma4v_args=(projector --type gemma4v --n-embd-text 64 --seed 6)
 fixture gemma4-mmproj "gemma4-mmproj.gguf" "${gemma4v_args[@]}" --out "$out/gemma4-mmproj.gguf"
 fixture qwen-vl-text "qwen-vl-text.gguf" --arch qwen2vl --vocab "$models/ggml-vocab-qwen2.gguf" \

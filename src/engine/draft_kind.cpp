@@ -15,6 +15,14 @@ constexpr std::array<std::string_view, 17> k_layer_readable = {
     "lfm2",     "deepseek4", "nemotron_h",   "bailingmoe3", "minimax-01", "minimax-m2", "nanbeige", "muse-glimmer",
 };
 
+// The architectures whose graphs in the pinned llama.cpp run a nextn layer as a drafter
+// (LLM_GRAPH_TYPE_DECODER_MTP). Others keep such layers in the file without running them
+// (glm4, exaone4).
+constexpr std::array<std::string_view, 14> k_mtp_runnable = {
+    "glm4moe", "glm-dsa", "deepseek2", "deepseek32", "deepseek4", "qwen35",         "qwen35moe",
+    "qwen3next", "mimo2",  "step35",    "hy_v3",      "cohere2moe", "nemotron_h_moe", "bailingmoe3",
+};
+
 // Empty when a head made for a hidden size of `hidden` fits a model `width` wide (either
 // unknown: it does not).
 std::string width_refusal(const std::string & head, std::optional<int64_t> hidden, std::optional<int64_t> width) {
@@ -55,6 +63,7 @@ int32_t draft_ubatch(DraftKind kind, int n_seq, int32_t target_tokens) {
         case DraftKind::model: return target_tokens;
         case DraftKind::gemma4_assistant: return seqs;
         case DraftKind::eagle3:
+        case DraftKind::mtp:
         case DraftKind::dflash: return std::min(target_tokens + seqs, std::max(64, seqs));
     }
     return target_tokens;
@@ -67,11 +76,21 @@ DraftKind draft_kind_of(std::string_view architecture) {
     return DraftKind::model;
 }
 
+std::optional<DraftKind> builtin_draft_kind(const GgufInfo & model) {
+    if (std::find(k_mtp_runnable.begin(), k_mtp_runnable.end(), model.architecture) == k_mtp_runnable.end()) {
+        return std::nullopt;
+    }
+    // Several layers are a chain, one per draft step (step35), which this drafter does not run.
+    if (gguf_int(model, model.architecture + ".nextn_predict_layers").value_or(0) != 1) return std::nullopt;
+    return DraftKind::mtp;
+}
+
 std::string_view draft_kind_name(DraftKind kind) {
     switch (kind) {
         case DraftKind::model: return "draft-model";
         case DraftKind::gemma4_assistant: return "gemma4-assistant";
         case DraftKind::eagle3: return "eagle3";
+        case DraftKind::mtp: return "mtp";
         case DraftKind::dflash: return "dflash";
     }
     return "draft-model";
@@ -79,7 +98,8 @@ std::string_view draft_kind_name(DraftKind kind) {
 
 std::string draft_refusal(const GgufInfo & target, const GgufInfo & draft) {
     switch (draft_kind_of(draft.architecture)) {
-        case DraftKind::model: return "";
+        case DraftKind::model:
+        case DraftKind::mtp: return ""; // a DRAFT is never told mtp by its architecture
         case DraftKind::eagle3: return eagle3_refusal(target, draft);
         case DraftKind::dflash:
             return "a " + draft.architecture +

@@ -20,6 +20,7 @@ HeadContext::HeadContext(std::shared_ptr<Model> head, DraftKind kind, const Mode
     switch (kind_) {
         case DraftKind::gemma4_assistant: make_assistant(target, n_ctx, n_seq); break;
         case DraftKind::eagle3: make_eagle3(target, n_ctx, n_seq, target_batch); break;
+        case DraftKind::mtp: make_mtp(target, n_ctx, n_seq, target_batch); break;
         default: throw bad_request("a " + std::string(draft_kind_name(kind_)) + " drafter is not supported by specd yet");
     }
     const size_t n = size_t(capacity_);
@@ -93,6 +94,29 @@ void HeadContext::make_eagle3(const Model & target, uint32_t n_ctx, int n_seq, i
     llama_set_embeddings_nextn(ctx_.get(), true, /*masked=*/true);
     features_.resize(size_t(target_batch) * layers_.size() * size_t(n_embd_target_));
     g_rows_.resize(size_t(target_batch) * size_t(n_embd_));
+}
+
+void HeadContext::make_mtp(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch) {
+    if (model_.get() != &target && model_->get() != target.get()) {
+        throw bad_request("an MTP layer drafts only for the model that carries it");
+    }
+    if (llama_model_n_layer_nextn(target.get()) != 1) {
+        throw bad_request("the model does not carry exactly one MTP layer (loaded without it?)");
+    }
+    // The layer's input row is the target's final hidden state, as wide as its output.
+    n_embd_   = llama_model_n_embd_out(target.get());
+    capacity_ = std::max(1, target_batch) + std::max(1, n_seq);
+    // A context of the target's own model whose graph is the nextn layer alone, with a KV
+    // cache of that layer (libllama filters it to the nextn layer).
+    llama_context_params cp = sequences_params(target, n_ctx, std::max(1, n_seq), capacity_);
+    cp.ctx_type  = LLAMA_CONTEXT_TYPE_MTP;
+    cp.n_ubatch  = uint32_t(draft_ubatch(kind_, n_seq, target_batch));
+    cp.n_threads = cp.n_threads_batch = 1; // until use_threads()
+    CreatedContext created = create_context(target, cp, "cannot create the MTP layer's context");
+    ctx_    = std::move(created.ctx);
+    memory_ = created.bytes;
+    llama_set_embeddings_nextn(target_ctx_, true, /*masked=*/false);
+    llama_set_embeddings_nextn(ctx_.get(), true, /*masked=*/true);
 }
 
 void HeadContext::after_target_decode(int32_t n_tokens) {

@@ -10,6 +10,9 @@
 //   read with g_P: its encoder's projection of the target's inputs to three of its layers at
 //   P. After every target decode the context encodes the features of all the batch's tokens
 //   (after_target_decode) and the sequences feed their pairs to its cache, all in one decode.
+// - an MTP layer (a model's own nextn layer) keeps a cache of its own like EAGLE3's, in a
+//   context of the target's model whose graph is that layer; its input row at P is the
+//   target's final hidden state at P, as llama-ext.h's nextn output hands it out.
 //
 // Creating it also makes the target's context output what the head reads, for every token it
 // decodes (not only those with logits: a round's accepted prefix ends anywhere in it).
@@ -43,9 +46,9 @@ class HeadContext {
     const ContextBytes & memory() const { return memory_; }
     // The width of a row the head reads a token with.
     int32_t              n_embd() const { return n_embd_; }
-    // Whether the head keeps a KV cache of its own (EAGLE3), which the sequences must keep in
-    // step with their positions (trim, forget).
-    bool                 own_cache() const { return kind_ == DraftKind::eagle3; }
+    // Whether the head keeps a KV cache of its own (EAGLE3, MTP), which the sequences must
+    // keep in step with their positions (trim, forget).
+    bool                 own_cache() const { return has_own_cache(kind_); }
 
     // After every decode of the target (`n_tokens` tokens): EAGLE3 encodes the features of
     // all of them; then target_row(i) is the row batch index i gives the head.
@@ -83,6 +86,7 @@ class HeadContext {
   private:
     void make_eagle3(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch);
     void make_assistant(const Model & target, uint32_t n_ctx, int n_seq);
+    void make_mtp(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch);
 
     std::shared_ptr<Model> model_;
     DraftKind              kind_;

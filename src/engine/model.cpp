@@ -47,6 +47,7 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path & path, const Mod
     llama_model_params mp = llama_model_default_params();
     mp.load_mode          = opts.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
     mp.vocab_only         = opts.vocab_only;
+    mp.load_mtp           = opts.load_mtp && !opts.vocab_only;
     const LayerPlacement placement(path, opts.vocab_only ? PlacementRequest{} : opts.placement);
     placement.apply(mp);
     m->devices_ = placement.devices();

@@ -33,6 +33,9 @@ struct ModelLoadOptions {
     std::vector<std::filesystem::path> adapters;
     // The tokenizer alone (llama.cpp's vocab-only GGUFs): tokenize, but no context.
     bool vocab_only = false;
+    // Its MTP layer too (llama.cpp skips nextn weights unless asked), for a model that drafts
+    // with it (draft_kind's builtin_draft_kind).
+    bool load_mtp = false;
     // Devices besides the CPU its layers may go to (engine/layer_placement.h); none by default.
     PlacementRequest placement;
 };

@@ -99,6 +99,10 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
             draft_ctx_    = std::make_shared<DraftContext>(draft_model_, *model_, n_ctx_, n_seq, batch_.capacity());
             memory_.draft = draft_ctx_->memory();
         }
+    } else if (model_->load_options().load_mtp) {
+        // No DRAFT: the model drafts with the MTP layer it carries (loaded for that).
+        head_ctx_ = std::make_shared<HeadContext>(model_, DraftKind::mtp, *model_, ctx_.get(), n_ctx_, n_seq, batch_.capacity());
+        memory_.draft = head_ctx_->memory();
     }
     for (int i = 0; i < n_seq; ++i) {
         auto slot = std::make_unique<SequenceSlot>(KvSequence(ctx_.get(), i));

@@ -204,6 +204,9 @@ json catalog_show(const models::Store & store, const std::string & name, bool ve
         out["draft"] = {{"kind", engine::draft_kind_name(engine::draft_kind_of(d.architecture))},
                         {"architecture", d.architecture},
                         {"parameter_size", engine::format_parameter_count(d.n_params)}};
+    } else if (auto builtin = engine::builtin_draft_kind(info)) {
+        // Its own MTP layer drafts (no DRAFT): the layer is part of the model's parameters.
+        out["draft"] = {{"kind", engine::draft_kind_name(*builtin)}, {"architecture", info.architecture}};
     }
     if (!r.system.empty()) out["system"] = r.system;
     if (!license.empty()) out["license"] = license;

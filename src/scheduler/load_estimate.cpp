@@ -73,6 +73,12 @@ LoadEstimate estimate_load(const ModelFiles & files, const ContextOptions & cont
             e.kv_per_seq += kv_bytes_per_token(draft) * uint64_t(e.n_ctx);
         }
         e.draft_out_per_token = out_bytes_per_token(draft);
+    } else if (auto builtin = engine::builtin_draft_kind(info)) {
+        // Its own MTP layer drafts, in a context of the same model whose cache libllama sizes
+        // for all of the model's layers (most architectures' MTP contexts filter none).
+        e.draft_kind          = *builtin;
+        e.kv_per_seq         += kv_bytes_per_token(info) * uint64_t(e.n_ctx);
+        e.draft_out_per_token = e.out_per_token;
     }
     if (files.projector) e.weights += file_bytes(*files.projector);
     return e;

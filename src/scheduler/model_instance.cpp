@@ -111,6 +111,7 @@ std::optional<LoadedInfo> ModelInstance::ensure_loaded(const GenerateRequest & r
         if (req.model.draft && !gpus.empty() && !engine::is_head(est.draft_kind)) {
             load_opts.placement.draft = req.model.draft;
         }
+        load_opts.load_mtp = !req.model.draft && est.draft_kind == engine::DraftKind::mtp;
         model_ = engine::Model::load(req.model.gguf, load_opts);
         for (ggml_backend_dev_t d : model_->devices()) {
             if (std::find(gpus.begin(), gpus.end(), d) != gpus.end()) draft_opts.placement.devices.push_back(d);

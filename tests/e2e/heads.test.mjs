@@ -1,8 +1,9 @@
 // Draft heads through the real server: gemma4's assistant (an MTP head that reads the target's
 // hidden state and KV cache) and an EAGLE3 head (reads three of the target's layers, keeps a
-// cache of its own) as a Modelfile DRAFT. /api/show names the kind, create refuses a head that
-// cannot draft for its model, and with the head drafting the answers are the ones without it:
-// greedy, seeded sampling, a JSON schema, after an image, from the prompt cache.
+// cache of its own) as a Modelfile DRAFT, and a model's own MTP layer (no DRAFT). /api/show
+// names the kind, create refuses a head that cannot draft for its model, and with the head
+// drafting the answers are the ones without it: greedy, seeded sampling, a JSON schema, after
+// an image, from the prompt cache.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -203,5 +204,65 @@ describe('EAGLE3 head', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('a model with an MTP layer of its own', () => {
+  // glm4moe with one nextn layer, no DRAFT line: the model drafts with its layer by default.
+  const mtp = { name: 'mtp', from: 'mtp.gguf', lines: [] };
+  const h = useServer({ models: [mtp], env: { SPECD_NUM_PARALLEL: '1' } });
+  const ratio = (s) => s.accepted / s.drafted;
+
+  test('/api/show names the draft kind', async () => {
+    const r = await (await fetch(`${h.srv.url}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'mtp' }) })).json();
+    assert.equal(r.draft.kind, 'mtp');
+    assert.equal(r.draft.architecture, 'glm4moe');
+    assert.equal(r.model_info['glm4moe.nextn_predict_layers'], 1);
+  });
+
+  test('greedy: the same text with its layer drafting (fixed and adaptive depth) and not; its drafts are accepted', async () => {
+    const { client } = h.srv;
+    for (const prompt of ['Once upon a time', 'List the planets']) {
+      const no = await client.generate({ model: 'mtp', prompt, stream: false, options: off(64) });
+      const on = await client.generate({ model: 'mtp', prompt, stream: false, options: depth(64) });
+      const auto = await client.generate({ model: 'mtp', prompt, stream: false, options: greedy(64) });
+      assert.equal(on.response, no.response, prompt);
+      assert.equal(auto.response, no.response, prompt);
+      assert.equal(on.speculation.drafter, 'mtp');
+      assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
+      // The fixture's layer agrees with its model on ~80% of tokens.
+      assert.ok(ratio(on.speculation) > 0.4, JSON.stringify(on.speculation));
+      assert.equal(no.speculation.drafted, 0);
+    }
+  });
+
+  test('seeded sampling and a JSON schema: the same answers drafting or not', async () => {
+    const { client } = h.srv;
+    const opts = { temperature: 0.9, top_k: 20, seed: 11, num_predict: 48 };
+    const on = await client.generate({ model: 'mtp', prompt: 'Tell me', stream: false, options: { ...opts, draft_depth: 3 } });
+    const no = await client.generate({ model: 'mtp', prompt: 'Tell me', stream: false, options: { ...opts, draft_num_predict: 0 } });
+    assert.equal(on.response, no.response);
+    assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
+    const format = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 }, ok: { type: 'boolean' } },
+      required: ['n', 'ok'] };
+    const a = await client.generate({ model: 'mtp', prompt: 'Answer:', format, stream: false, options: depth(60) });
+    const b = await client.generate({ model: 'mtp', prompt: 'Answer:', format, stream: false, options: off(60) });
+    assert.equal(a.response, b.response);
+    assert.equal(typeof JSON.parse(a.response).ok, 'boolean');
+  });
+
+  test('from the prompt cache: the same text, and its layer drafts on', async () => {
+    const { client } = h.srv;
+    const first = { role: 'user', content: 'Name a colour. '.repeat(12) };
+    const a = await client.chat({ model: 'mtp', stream: false, options: depth(24), messages: [first] });
+    const messages = [first, a.message, { role: 'user', content: 'And another?' }];
+    const kept = await client.chat({ model: 'mtp', stream: false, options: depth(32), messages });
+    await client.generate({ model: 'mtp', prompt: 'Something else entirely', stream: false, options: off(8) });
+    const restored = await client.chat({ model: 'mtp', stream: false, options: depth(32), messages });
+    const no = await client.chat({ model: 'mtp', stream: false, options: off(32), messages });
+    assert.equal(kept.message.content, no.message.content);
+    assert.equal(restored.message.content, no.message.content);
+    assert.ok(restored.prompt_eval_count < 60, `prompt_eval_count ${restored.prompt_eval_count}`);
+    for (const r of [kept, restored]) assert.ok(ratio(r.speculation) > 0.4, JSON.stringify(r.speculation));
   });
 });

@@ -118,6 +118,13 @@ uint64_t gemma4_model_write(const std::string & path, const vocab_file & vocab, 
     return write_with_weights(path, out.get(), gemma4_tensor_specs(params.hparams, vocab.n_vocab), params.seed);
 }
 
+uint64_t glm4moe_model_write(const std::string & path, const vocab_file & vocab, const glm4moe_write_params & params) {
+    gguf_context_ptr out(gguf_init_empty());
+    glm4moe_set_hparams(out.get(), params, vocab.n_vocab);
+    add_tokenizer(out.get(), vocab, std::nullopt);
+    return write_with_weights(path, out.get(), glm4moe_tensor_specs(params, vocab.n_vocab), params.seed);
+}
+
 uint64_t gemma4_assistant_write(const std::string & path, const vocab_file & vocab, const gemma4_assistant_spec & spec) {
     gguf_context_ptr out(gguf_init_empty());
     gemma4_assistant_set_hparams(out.get(), spec, vocab.n_vocab);

@@ -4,6 +4,7 @@
 #include "eagle3_layout.h"
 #include "gemma4_assistant_layout.h"
 #include "gemma4_layout.h"
+#include "glm4moe_layout.h"
 #include "llama_layout.h"
 #include "lora_layout.h"
 
@@ -42,6 +43,9 @@ struct gemma4_write_params {
 
 // The same for a gemma4-architecture model.
 uint64_t gemma4_model_write(const std::string & path, const vocab_file & vocab, const gemma4_write_params & params);
+
+// A glm4moe model with one MTP layer (glm4moe_layout.h).
+uint64_t glm4moe_model_write(const std::string & path, const vocab_file & vocab, const glm4moe_write_params & params);
 
 // A gemma4 assistant (an MTP head) for the gemma4 target that `spec.target` and
 // `spec.target_seed` describe; the vocabulary must be the target's.

@@ -37,6 +37,8 @@ const char * const usage_text =
     "                  [--hidden-weight W] [--quantize TYPE] [gemma4 model options]\n"
     "  specd-testmodel eagle3 --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
     "                  [--hidden-weight W] [--attention self|uniform] [--quantize TYPE] [model options]\n"
+    "  specd-testmodel mtp --vocab FILE --out FILE (--agreement P | --alpha A) [--hidden-weight W]\n"
+    "                  [--quantize TYPE] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "  specd-testmodel projector --type gemma3|gemma4v|qwen2.5vl_merger|qwen2vl_merger --n-embd-text N --out FILE\n"
     "                  [options]\n"
@@ -88,6 +90,12 @@ const char * const usage_text =
     "is fed, its attention weighs every position alike, so its drafts depend on every pair the\n"
     "cache holds (the agreement is then not the head's).\n"
     "\n"
+    "mtp mode: a glm4moe model that carries one MTP layer (a nextn layer: it drafts the token\n"
+    "after next from the next token and the model's last hidden state), its trunk dense. The\n"
+    "layer passes the token's embedding to the output rows, so it chooses what the trunk would\n"
+    "with all its layers off; alpha, calibration, --hidden-weight (the hidden state's weight,\n"
+    "default 0.01) and --quantize as in assistant mode.\n"
+    "\n"
     "agreement mode: prints the measured agreement of two existing models.\n"
     "\n"
     "projector mode: writes a tiny random-weight vision projector (an mmproj GGUF, loaded with\n"
@@ -126,7 +134,7 @@ struct usage_error : std::runtime_error {
 };
 
 struct cli_options {
-    std::string mode; // "", "pair", "assistant", "eagle3", "agreement", "projector", "lora" or "image"
+    std::string mode; // "", "pair", "assistant", "eagle3", "mtp", "agreement", "projector", "lora" or "image"
     std::map<std::string, std::string> values;
 
     bool has(const std::string & key) const { return values.count(key) != 0; }
@@ -151,6 +159,7 @@ cli_options parse_cli(int argc, char ** argv) {
         {"agreement", {"--draft", "--target", "--seed"}},
         {"assistant", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
         {"eagle3", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize", "--attention"}},
+        {"mtp", {"--vocab", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
         {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
                        "--n-layer", "--n-head", "--n-ff", "--seed", "--defect"}},
         {"lora", {"--out", "--rank", "--alpha"}},
@@ -164,7 +173,7 @@ cli_options parse_cli(int argc, char ** argv) {
     }
     const names & allowed = mode_options.at(opts.mode);
     const bool with_model_options = opts.mode.empty() || opts.mode == "pair" || opts.mode == "lora" || opts.mode == "assistant" ||
-                                    opts.mode == "eagle3";
+                                    opts.mode == "eagle3" || opts.mode == "mtp";
     for (; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (arg == "-h" || arg == "--help") {
@@ -255,6 +264,14 @@ void describe(const std::string & path, uint64_t size, const vocab_file & vocab,
                 path.c_str(), (unsigned long long) size, vocab.n_vocab, hp.n_embd, hp.n_layer, hp.n_head,
                 hp.n_head_kv, hp.n_ff, (unsigned long long) params.seed,
                 params.chat_template || vocab.has_chat_template ? "yes" : "no");
+}
+
+void describe(const std::string & path, uint64_t size, const vocab_file & vocab, const glm4moe_write_params & params) {
+    const llama_hparams_spec & hp = params.hparams;
+    std::printf("wrote %s: %llu bytes, glm4moe, n_vocab %u, n_embd %u, n_layer %u + 1 MTP layer, n_head %u, "
+                "n_ff %u, seed %llu\n",
+                path.c_str(), (unsigned long long) size, vocab.n_vocab, hp.n_embd, hp.n_layer, hp.n_head, hp.n_ff,
+                (unsigned long long) params.seed);
 }
 
 void describe(const std::string & path, uint64_t size, const vocab_file & vocab, const gemma4_write_params & params) {
@@ -430,11 +447,10 @@ int run_pair(const cli_options & opts) {
 template <typename Params>
 int calibrate_head_target(const cli_options & opts, const vocab_file & vocab, Params target,
                           uint64_t (*write)(const std::string &, const vocab_file &, const Params &),
-                          const std::string & head_path, const std::optional<std::string> & quantize) {
-    const std::string & target_path = opts.required("--target");
+                          const std::string & target_path, const std::optional<std::string> & quantize) {
     const bool          calibrate   = !opts.has("--alpha");
     const double        want        = calibrate ? parse_real(opts, "--agreement", 0.0, 1.0) : 0.0;
-    const std::string   reference   = head_path + ".reference.tmp";
+    const std::string   reference   = target_path + ".reference.tmp";
     struct Remove {
         std::string path;
         ~Remove() { std::filesystem::remove(path); }
@@ -488,7 +504,7 @@ int run_assistant(const cli_options & opts) {
                 out.c_str(), (unsigned long long) std::filesystem::file_size(out), vocab.n_vocab, spec.n_embd(),
                 spec.target.n_embd, spec.n_layer, spec.n_head, spec.hidden_weight, (unsigned long long) target.seed);
 
-    return calibrate_head_target(opts, vocab, target, &gemma4_model_write, out, quantize);
+    return calibrate_head_target(opts, vocab, target, &gemma4_model_write, target_path, quantize);
 }
 
 int run_eagle3(const cli_options & opts) {
@@ -520,6 +536,23 @@ int run_eagle3(const cli_options & opts) {
                 spec.target.n_embd, spec.layers[0], spec.layers[1], spec.layers[2], spec.hidden_weight,
                 (unsigned long long) target.seed);
     return calibrate_head_target(opts, vocab, target, &model_write, target_path, quantize);
+}
+
+int run_mtp(const cli_options & opts) {
+    const vocab_file     vocab = vocab_file_load(opts.required("--vocab"));
+    const std::string &  out   = opts.required("--out");
+    glm4moe_write_params model;
+    const model_write_params trunk = parse_model_params(opts);
+    model.hparams                   = trunk.hparams;
+    model.seed                      = trunk.seed;
+    model.hparams.scaled_from_layer = 0; // every layer: at alpha 0 the trunk is the MTP layer's function
+    if (opts.has("--hidden-weight")) model.mtp.hidden_weight = parse_real(opts, "--hidden-weight", 0.0, 10.0);
+    if (const std::string problem = glm4moe_check(model); !problem.empty()) throw usage_error(problem);
+    const std::optional<std::string> quantize =
+        opts.has("--quantize") ? std::optional(opts.values.at("--quantize")) : std::nullopt;
+    std::printf("glm4moe with one MTP layer: %u experts of %u, hidden weight %g, attention weight %g\n",
+                model.mtp.n_expert, model.mtp.n_ff_exp, model.mtp.hidden_weight, model.mtp.attention_weight);
+    return calibrate_head_target(opts, vocab, model, &glm4moe_model_write, out, quantize);
 }
 
 int run_agreement(const cli_options & opts) {
@@ -617,6 +650,8 @@ int main(int argc, char ** argv) {
             rc = run_assistant(opts);
         } else if (opts.mode == "eagle3") {
             rc = run_eagle3(opts);
+        } else if (opts.mode == "mtp") {
+            rc = run_mtp(opts);
         } else if (opts.mode == "agreement") {
             rc = run_agreement(opts);
         } else if (opts.mode == "projector") {

@@ -27,6 +27,14 @@ inline std::shared_ptr<engine::Model> shared_model(const std::string & name) {
     return m;
 }
 
+// The same for a model that drafts with the MTP layer it carries (loaded with that layer).
+inline std::shared_ptr<engine::Model> shared_mtp_model(const std::string & name) {
+    static std::map<std::string, std::shared_ptr<engine::Model>> cache;
+    auto & m = cache[name];
+    if (!m) m = engine::Model::load(fixture(name), {.load_mtp = true});
+    return m;
+}
+
 // Temperature 0 (the argmax at every step), `n` tokens at most.
 inline GenerateOptions greedy(int n) {
     GenerateOptions o;

@@ -82,9 +82,10 @@ void run_batched(Session & s, const std::vector<Job> & js, std::vector<std::uniq
 // step (engine/draft_context.h), so with four started at once the decodes are fewer than the
 // tokens drafted.
 // `fixed_k`: the depth of every job that drafts (none: the adaptive controller's).
+// `drafter` null: the target drafts with its own MTP layer.
 void expect_batched_as_alone(const char * target, const char * drafter, std::optional<int> fixed_k) {
-    auto model = fixtures::shared_model(target);
-    auto draft = fixtures::shared_model(drafter);
+    auto model = drafter ? fixtures::shared_model(target) : fixtures::shared_mtp_model(target);
+    auto draft = drafter ? fixtures::shared_model(drafter) : nullptr;
     std::vector<Job> js = jobs();
     for (Job & j : js) {
         if (fixed_k && j.opts.draft_num_predict != 0) j.opts.draft_fixed_k = fixed_k;
@@ -132,6 +133,11 @@ TEST(Batching, FourSequencesDraftingWithAHeadAnswerAsOneAtATime) {
 // EAGLE3: its own cache fed for all sequences in one decode per step, drafting together.
 TEST(Batching, FourSequencesDraftingWithAnEagle3HeadAnswerAsOneAtATime) {
     expect_batched_as_alone("eagle3-target.gguf", "eagle3-head.gguf", 3);
+}
+
+// A model's own MTP layer: a cache of its own like EAGLE3's, in a context of the same model.
+TEST(Batching, FourSequencesDraftingWithAnMtpLayerAnswerAsOneAtATime) {
+    expect_batched_as_alone("mtp.gguf", nullptr, 3);
 }
 
 TEST(Batching, MoreRequestsThanSequencesReuseFreedOnes) {

@@ -28,6 +28,12 @@ void PrintTo(const HeadFixture & f, std::ostream * os) { *os << draft_kind_name(
 
 const HeadFixture k_assistant{"gemma4-head-target.gguf", "gemma4-assistant.gguf", DraftKind::gemma4_assistant};
 const HeadFixture k_eagle3{"eagle3-target.gguf", "eagle3-head.gguf", DraftKind::eagle3};
+// The model's own MTP layer: the "head" is the model, loaded with its layer.
+const HeadFixture k_mtp{"mtp.gguf", "mtp.gguf", DraftKind::mtp};
+
+std::shared_ptr<Model> target_of(const HeadFixture & f) {
+    return f.kind == DraftKind::mtp ? fixtures::shared_mtp_model(f.target) : fixtures::shared_model(f.target);
+}
 
 // A fixture target with `n_seq` sequences, its head, and a prompt decoded on each (fed to the
 // head as the session does after a decode).
@@ -41,10 +47,11 @@ struct Heads {
     std::atomic<bool>                       cancel{false};
 
     Heads(const HeadFixture & f, const std::vector<std::string> & prompts, bool take_rows = true) :
-        target(fixtures::shared_model(f.target)) {
+        target(target_of(f)) {
         const int n_seq = static_cast<int>(prompts.size());
         tctx = create_context(*target, sequences_params(*target, k_ctx, n_seq, 256), "target");
-        ctx  = std::make_shared<HeadContext>(fixtures::shared_model(f.head), f.kind, *target, tctx.ctx.get(), k_ctx, n_seq, 256);
+        ctx  = std::make_shared<HeadContext>(f.kind == DraftKind::mtp ? target : fixtures::shared_model(f.head), f.kind,
+                                            *target, tctx.ctx.get(), k_ctx, n_seq, 256);
         Batch batch(256, 1);
         std::vector<int32_t> first_idx, last_idx;
         for (int s = 0; s < n_seq; ++s) {
@@ -144,14 +151,22 @@ TEST_P(HeadDraftTest, CancelledRequestProposesNothing) {
     EXPECT_TRUE(job[0].out.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadDraft, HeadDraftTest, ::testing::Values(k_assistant, k_eagle3),
-                         [](const auto & info) { return std::string(info.param.kind == DraftKind::eagle3 ? "Eagle3" : "Assistant"); });
+INSTANTIATE_TEST_SUITE_P(HeadDraft, HeadDraftTest, ::testing::Values(k_assistant, k_eagle3, k_mtp),
+                         [](const auto & info) {
+                             switch (info.param.kind) {
+                                 case DraftKind::eagle3: return std::string("Eagle3");
+                                 case DraftKind::mtp: return std::string("Mtp");
+                                 default: return std::string("Assistant");
+                             }
+                         });
 
-// EAGLE3's cache after a prompt: the pair of every token but the last (which waits for the
-// token after it); a draft goes on from the last token's position and the next feed takes
-// the drafted positions back.
-TEST(HeadDraftEagle3, ItsCacheHoldsThePairsOfWhatTheTargetDecoded) {
-    Heads             h(k_eagle3, {k_prompts[0], k_prompts[2]});
+namespace {
+
+// A head's own cache (EAGLE3's, an MTP layer's) after a prompt: the pair of every token but
+// the last (which waits for the token after it); a draft goes on from the last token's
+// position and the next feed takes the drafted positions back.
+void expect_cache_holds_the_pairs(const HeadFixture & f) {
+    Heads             h(f, {k_prompts[0], k_prompts[2]});
     const std::size_t n0 = h.histories[0].size() - 1, n1 = h.histories[1].size() - 1; // prompt lengths
     EXPECT_EQ(h.head_pos_max(0), llama_pos(n0) - 2);
     EXPECT_EQ(h.head_pos_max(1), llama_pos(n1) - 2);
@@ -162,6 +177,12 @@ TEST(HeadDraftEagle3, ItsCacheHoldsThePairsOfWhatTheTargetDecoded) {
     EXPECT_EQ(h.head_pos_max(0), llama_pos(n0) + 1);
     EXPECT_EQ(h.head_pos_max(1), llama_pos(n1) - 2) << "the other sequence is left as it was";
 }
+
+} // namespace
+
+TEST(HeadDraftEagle3, ItsCacheHoldsThePairsOfWhatTheTargetDecoded) { expect_cache_holds_the_pairs(k_eagle3); }
+
+TEST(HeadDraftMtp, ItsCacheHoldsThePairsOfWhatTheTargetDecoded) { expect_cache_holds_the_pairs(k_mtp); }
 
 // A cache that was forgotten (after an image, a restored prompt or a shift) drafts on: the
 // sequence starts over at the row's position. The fixture's head attends to its own position

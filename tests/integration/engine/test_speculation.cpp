@@ -47,25 +47,35 @@ const std::vector<std::string> k_prompts = {
 namespace {
 
 // Target and drafter: draft models of high and low agreement, gemma4's assistant (a head that
-// reads the target's hidden state and KV cache: engine/head_draft) and an EAGLE3 head (reads
-// three of the target's layers, keeps a cache of its own).
+// reads the target's hidden state and KV cache: engine/head_draft), an EAGLE3 head (reads
+// three of the target's layers, keeps a cache of its own) and a model's own MTP layer (no
+// draft file: the model is loaded with its layer and drafts with it).
 struct Pair {
     const char * target;
-    const char * draft;
+    const char * draft; // null: the target's MTP layer
     const char * drafter;
 };
 const Pair k_pairs[] = {{"pair-target.gguf", "pair-draft.gguf", "draft-model"},
                         {"pair-low-target.gguf", "pair-low-draft.gguf", "draft-model"},
                         {"gemma4-head-target.gguf", "gemma4-assistant.gguf", "gemma4-assistant"},
-                        {"eagle3-target.gguf", "eagle3-head.gguf", "eagle3"}};
+                        {"eagle3-target.gguf", "eagle3-head.gguf", "eagle3"},
+                        {"mtp.gguf", nullptr, "mtp"}};
+
+struct Loaded {
+    std::shared_ptr<Model> target;
+    std::shared_ptr<Model> draft;
+};
+Loaded load(const Pair & p) {
+    if (!p.draft) return {fixtures::shared_mtp_model(p.target), nullptr};
+    return {fixtures::shared_model(p.target), fixtures::shared_model(p.draft)};
+}
 
 } // namespace
 
 TEST(Speculation, GreedyOutputIsIdenticalWithDraftModel) {
     for (const Pair & p : k_pairs) {
         const std::string pair   = p.target;
-        auto              target = fixtures::shared_model(p.target);
-        auto              draft  = fixtures::shared_model(p.draft);
+        auto [target, draft]     = load(p);
         Session plain(target, ctx());
         Session spec(target, ctx(), draft);
         for (const auto & prompt : k_prompts) {
@@ -87,17 +97,16 @@ TEST(Speculation, GreedyOutputIsIdenticalWithDraftModel) {
 }
 
 TEST(Speculation, HighAgreementPairAcceptsMostDrafts) {
-    for (const Pair & p : {k_pairs[0], k_pairs[2], k_pairs[3]}) {
-        auto    target = fixtures::shared_model(p.target);
-        auto    draft  = fixtures::shared_model(p.draft);
+    for (const Pair & p : {k_pairs[0], k_pairs[2], k_pairs[3], k_pairs[4]}) {
+        auto [target, draft] = load(p);
         Session spec(target, ctx(), draft);
         const auto out = run(spec, target->tokenize(k_prompts[0], true, true), greedy(128, 4));
         const auto & s = out.result.speculation;
-        ASSERT_GT(s.drafted, 0) << p.draft;
+        ASSERT_GT(s.drafted, 0) << p.drafter;
         // Both were dialed to ~0.8 agreement per token, so a k=4 round accepts about 2.4 on
         // average; 0.4 is far below that and far above a broken verifier's ~0 (or a head
         // reading the wrong token or position).
-        EXPECT_GT(double(s.accepted) / double(s.drafted), 0.4) << p.draft;
+        EXPECT_GT(double(s.accepted) / double(s.drafted), 0.4) << p.drafter;
     }
 }
 
@@ -165,8 +174,7 @@ namespace {
 
 // The two-sample test below, for one target and drafter, over `n_seeds` seeds each way.
 void expect_same_sampled_distribution(const Pair & p, int n_seeds) {
-    auto    target = fixtures::shared_model(p.target);
-    auto    draft  = fixtures::shared_model(p.draft);
+    auto [target, draft] = load(p);
     Session plain(target, ctx(128));
     Session spec(target, ctx(128), draft);
     const auto tokens = target->tokenize("Hello", true, true);
@@ -231,6 +239,8 @@ TEST(Speculation, SampledOutputHasTheSameDistribution) {
     expect_same_sampled_distribution(k_pairs[2], 300);
     SCOPED_TRACE("eagle3");
     expect_same_sampled_distribution(k_pairs[3], 300);
+    SCOPED_TRACE("mtp");
+    expect_same_sampled_distribution(k_pairs[4], 300);
 }
 
 TEST(Speculation, DraftWithAnotherVocabularyIsRefused) {

@@ -80,3 +80,19 @@ TEST(DraftKind, AnEagle3HeadDraftsForAModelOfItsWidthWhoseLayersCanBeRead) {
 TEST(DraftKind, HeadsNotServedYetAreRefusedByName) {
     EXPECT_NE(draft_refusal(gemma4(64), info("dflash", {})).find("dflash drafter is not supported"), std::string::npos);
 }
+
+// A model without a DRAFT drafts with its own MTP layer when it carries exactly one and the
+// pinned llama.cpp runs it for that architecture.
+TEST(DraftKind, AModelsOwnMtpLayerDraftsForIt) {
+    EXPECT_EQ(builtin_draft_kind(info("glm4moe", {{"glm4moe.nextn_predict_layers", 1}})), DraftKind::mtp);
+    EXPECT_EQ(builtin_draft_kind(info("qwen35", {{"qwen35.nextn_predict_layers", 1}})), DraftKind::mtp);
+    EXPECT_EQ(draft_kind_name(DraftKind::mtp), "mtp");
+    EXPECT_TRUE(is_head(DraftKind::mtp));
+    EXPECT_TRUE(has_own_cache(DraftKind::mtp));
+    // No layer, a chain of them, or an architecture that keeps them without running them.
+    EXPECT_EQ(builtin_draft_kind(info("glm4moe", {})), std::nullopt);
+    EXPECT_EQ(builtin_draft_kind(info("glm4moe", {{"glm4moe.nextn_predict_layers", 0}})), std::nullopt);
+    EXPECT_EQ(builtin_draft_kind(info("step35", {{"step35.nextn_predict_layers", 3}})), std::nullopt);
+    EXPECT_EQ(builtin_draft_kind(info("glm4", {{"glm4.nextn_predict_layers", 1}})), std::nullopt);
+    EXPECT_EQ(builtin_draft_kind(info("llama", {{"llama.nextn_predict_layers", 1}})), std::nullopt);
+}
