@@ -50,6 +50,14 @@
 #                                   positions (specd-testmodel eagle3)
 #   eagle3-uniform-head.gguf        the same head with attention over every position alike
 #                                   (--attention uniform): tests of how its cache is fed
+#   dflash-target.gguf, dflash-head.gguf
+#                                   a llama target (phi-3 vocab, n_embd 64, 4 layers, each scaled
+#                                   by alpha 0.0592, its output reading 48 of the 64 dimensions)
+#                                   and a DFlash head for it (one layer with its own cache of the
+#                                   encoded inputs of the target's layers 0, 2 and 3; a block of
+#                                   masks drafted in one decode): its first drafted token is what
+#                                   the target chooses on ~80% of positions, the later ones are
+#                                   guesses (specd-testmodel dflash)
 #   mtp.gguf                        a glm4moe model (phi-3 vocab, n_embd 64, 4 dense layers, each
 #                                   scaled by alpha 0.0527) that carries one MTP layer (a nextn
 #                                   layer with a cache of its own, two experts and a shared one):
@@ -155,6 +163,8 @@ fixture eagle3 "eagle3-target.gguf eagle3-head.gguf" eagle3 --vocab "$phi3" --al
 fixture eagle3-uniform "eagle3-uniform-head.gguf" eagle3 --vocab "$phi3" --alpha 0.0586 --seed 7 --n-layer 4 \
   --attention uniform --target "$out/.eagle3-uniform-target.tmp" --out "$out/eagle3-uniform-head.gguf"
 rm -f "$out/.eagle3-uniform-target.tmp"
+fixture dflash "dflash-target.gguf dflash-head.gguf" dflash --vocab "$phi3" --alpha 0.0592041 --seed 9 --n-layer 4 \
+  --target "$out/dflash-target.gguf" --out "$out/dflash-head.gguf"
 fixture mtp "mtp.gguf" mtp --vocab "$phi3" --alpha 0.0527344 --seed 8 --n-layer 4 --out "$out/mtp.gguf"
 gemma4v_args=(projector --type gemma4v --n-embd-text 64 --seed 6)
 fixture gemma4-mmproj "gemma4-mmproj.gguf" "${gemma4v_args[@]}" --out "$out/gemma4-mmproj.gguf"

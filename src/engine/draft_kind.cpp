@@ -9,7 +9,8 @@ namespace specd::engine {
 namespace {
 
 // The architectures whose graphs in the pinned llama.cpp hand out their layers' inputs
-// (llama_set_embeddings_layer_inp): an EAGLE3 head can read no others (libllama would abort).
+// (llama_set_embeddings_layer_inp): an EAGLE3 or DFlash head can read no others (libllama
+// would abort).
 constexpr std::array<std::string_view, 17> k_layer_readable = {
     "llama",    "qwen3",     "qwen3moe",     "qwen3next", "qwen35",      "qwen35moe",   "qwen4exp",   "gemma4", "gpt-oss",
     "lfm2",     "deepseek4", "nemotron_h",   "bailingmoe3", "minimax-01", "minimax-m2", "nanbeige", "muse-glimmer",
@@ -31,24 +32,30 @@ std::string width_refusal(const std::string & head, std::optional<int64_t> hidde
     return head + " was made for a hidden size of " + known(hidden) + ", the model's is " + known(width);
 }
 
-std::string eagle3_refusal(const GgufInfo & target, const GgufInfo & draft) {
+// A head that reads the inputs of some of the target's layers (EAGLE3, DFlash; its keys under
+// `arch`): the target's graph must hand them out, the head be made for the target's width
+// (`hidden_key`) and read layers the target has (`final_ok`: the target's count itself, its
+// final hidden state, is one EAGLE3 may read).
+std::string layer_reader_refusal(const GgufInfo & target, const GgufInfo & draft, const std::string & arch,
+                                 const std::string & hidden_key, bool final_ok) {
     if (std::find(k_layer_readable.begin(), k_layer_readable.end(), target.architecture) == k_layer_readable.end()) {
-        return "an eagle3 head cannot read the layers of a " + target.architecture + " model";
+        return "a" + std::string(arch == "eagle3" ? "n " : " ") + arch + " head cannot read the layers of a " +
+               target.architecture + " model";
     }
-    const auto hidden = gguf_int(draft, "eagle3.target_hidden_size");
+    const auto hidden = gguf_int(draft, arch + "." + hidden_key);
     const auto width  = gguf_int(target, target.architecture + ".embedding_length");
-    if (auto why = width_refusal("the eagle3 head", hidden, width); !why.empty()) return why;
+    if (auto why = width_refusal("the " + arch + " head", hidden, width); !why.empty()) return why;
     // The layers it reads (their values are there when the header was read verbose; the
-    // head's context checks them again at load): the target's count itself is its final
-    // hidden state.
+    // head's context checks them again at load).
     const auto n_layer = gguf_int(target, target.architecture + ".block_count");
     for (const MetaEntry & e : draft.metadata) {
         const auto * layers = std::get_if<MetaEntry::Array>(&e.value);
-        if (e.key != "eagle3.target_layers" || !layers || !n_layer) continue;
+        if (e.key != arch + ".target_layers" || !layers || !n_layer) continue;
         for (const MetaEntry::Scalar & v : layers->values) {
             const auto * l = std::get_if<int64_t>(&v);
-            if (l && (*l < 0 || *l > *n_layer)) {
-                return "the eagle3 head reads layer " + std::to_string(*l) + ", the model has " + std::to_string(*n_layer);
+            if (l && (*l < 0 || *l > *n_layer || (*l == *n_layer && !final_ok))) {
+                return "the " + arch + " head reads layer " + std::to_string(*l) + ", the model has " +
+                       std::to_string(*n_layer);
             }
         }
     }
@@ -100,10 +107,17 @@ std::string draft_refusal(const GgufInfo & target, const GgufInfo & draft) {
     switch (draft_kind_of(draft.architecture)) {
         case DraftKind::model:
         case DraftKind::mtp: return ""; // a DRAFT is never told mtp by its architecture
-        case DraftKind::eagle3: return eagle3_refusal(target, draft);
-        case DraftKind::dflash:
-            return "a " + draft.architecture +
-                   " drafter is not supported by specd yet (supported: a draft model, gemma4-assistant, eagle3)";
+        case DraftKind::eagle3: return layer_reader_refusal(target, draft, "eagle3", "target_hidden_size", true);
+        case DraftKind::dflash: {
+            // Its variants draft otherwise: DFlash2 through a selector over candidate lattices,
+            // DSpark through a Markov head; specd reads a plain block's logits only.
+            for (const GgufInfo::Tensor & t : draft.tensors) {
+                if (t.name == "selector_hidden.weight") return "a DFlash2 head (with a selector) is not supported yet";
+                if (t.name == "markov_w1.weight") return "a DSpark head (DFlash with a Markov head) is not supported yet";
+            }
+            // Its encoder takes the layers side by side, each as wide as its own layers.
+            return layer_reader_refusal(target, draft, "dflash", "embedding_length", false);
+        }
         case DraftKind::gemma4_assistant: break;
     }
     // The assistant reads the target's KV cache and hidden state: only a gemma4 target has

@@ -20,7 +20,7 @@ enum class DraftKind {
     gemma4_assistant, // gemma4's MTP assistant (architecture gemma4-assistant)
     eagle3,           // an EAGLE3 head (architecture eagle3)
     mtp,              // the target's own nextn layer, in a context of its own (no DRAFT)
-    dflash,           // recognized, not served yet
+    dflash,           // a DFlash head (architecture dflash): a block drafted in one decode
 };
 
 DraftKind draft_kind_of(std::string_view architecture);
@@ -35,7 +35,7 @@ inline bool is_head(DraftKind kind) { return kind != DraftKind::model; }
 // Whether the drafter keeps a KV cache of its own (a draft model, EAGLE3) rather than reading
 // the target's.
 inline bool has_own_cache(DraftKind kind) {
-    return kind == DraftKind::model || kind == DraftKind::eagle3 || kind == DraftKind::mtp;
+    return kind != DraftKind::gemma4_assistant;
 }
 // The most tokens one micro-batch of the drafter's context holds, beside a target context of
 // `n_seq` sequences whose decodes hold up to `target_tokens`: what its logits buffer is sized

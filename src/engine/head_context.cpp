@@ -7,6 +7,7 @@
 #include <llama-ext.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace specd::engine {
@@ -21,6 +22,7 @@ HeadContext::HeadContext(std::shared_ptr<Model> head, DraftKind kind, const Mode
         case DraftKind::gemma4_assistant: make_assistant(target, n_ctx, n_seq); break;
         case DraftKind::eagle3: make_eagle3(target, n_ctx, n_seq, target_batch); break;
         case DraftKind::mtp: make_mtp(target, n_ctx, n_seq, target_batch); break;
+        case DraftKind::dflash: make_dflash(target, n_ctx, n_seq, target_batch); break;
         default: throw bad_request("a " + std::string(draft_kind_name(kind_)) + " drafter is not supported by specd yet");
     }
     const size_t n = size_t(capacity_);
@@ -119,9 +121,55 @@ void HeadContext::make_mtp(const Model & target, uint32_t n_ctx, int n_seq, int3
     llama_set_embeddings_nextn(ctx_.get(), true, /*masked=*/true);
 }
 
+void HeadContext::make_dflash(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch) {
+    const llama_model * head = model_->get();
+    n_embd_target_  = llama_model_n_embd(target.get());
+    n_layer_target_ = llama_model_n_layer(target.get());
+    const int32_t * ids = llama_model_target_layer_ids(head);
+    const uint32_t  n   = llama_model_target_layer_ids_n(head);
+    layers_.assign(ids, ids + n);
+    if (layers_.empty()) throw bad_request("the DFlash head names no target layers to read");
+    for (int32_t l : layers_) {
+        // Only the layers' inputs are handed out (libllama aborts on a layer the target lacks).
+        if (l < 0 || l >= n_layer_target_) {
+            throw bad_request("the DFlash head reads layer " + std::to_string(l) + ", the model has " +
+                              std::to_string(n_layer_target_));
+        }
+    }
+    // Its encoder takes the layers' inputs side by side, each as wide as its own layers.
+    if (llama_model_n_embd(head) != n_embd_target_) {
+        throw bad_request("the DFlash head was made for a hidden size of " + std::to_string(llama_model_n_embd(head)) +
+                          ", the model's is " + std::to_string(n_embd_target_));
+    }
+    if (llama_model_dflash_selector_top_k(head) > 0) throw bad_request("a DFlash2 head (with a selector) is not supported yet");
+    mask_ = llama_vocab_mask(model_->vocab());
+    if (mask_ < 0) throw bad_request("the DFlash head's vocabulary names no mask token");
+    char meta[32] = {};
+    if (llama_model_meta_val_str(head, "dflash.block_size", meta, sizeof(meta)) >= 0) block_size_ = std::atoi(meta);
+    if (block_size_ < 2) throw bad_request("the DFlash head's block size is below 2");
+    bool causal = false;
+    if (llama_model_meta_val_str(head, "dflash.attention.causal", meta, sizeof(meta)) >= 0) causal = std::strcmp(meta, "true") == 0;
+    n_embd_ = int32_t(layers_.size()) * n_embd_target_; // a fed row is a token's features
+    // libllama decodes a non-causal batch in one micro-batch only: the features a decode
+    // feeds, and the blocks it drafts, are at most one micro-batch (which holds a whole block:
+    // the target's batch holds a round of every sequence).
+    capacity_               = draft_ubatch(kind_, n_seq, target_batch);
+    llama_context_params cp = sequences_params(*model_, n_ctx, std::max(1, n_seq), capacity_);
+    cp.n_ubatch  = uint32_t(capacity_);
+    cp.ctx_other = target_ctx_; // the target's token embedding and output, when the head has none
+    cp.n_threads = cp.n_threads_batch = 1;
+    CreatedContext created = create_context(*model_, cp, "cannot create the draft head's context");
+    ctx_    = std::move(created.ctx);
+    memory_ = created.bytes;
+    for (int32_t l : layers_) llama_set_embeddings_layer_inp(target_ctx_, uint32_t(l), true);
+    // A block's positions see each other (in-place denoising), unless the head says otherwise.
+    llama_set_causal_attn(ctx_.get(), causal);
+    features_.resize(size_t(target_batch) * size_t(n_embd_));
+}
+
 void HeadContext::after_target_decode(int32_t n_tokens) {
     g_count_ = 0;
-    if (kind_ != DraftKind::eagle3 || n_tokens <= 0) return;
+    if ((kind_ != DraftKind::eagle3 && kind_ != DraftKind::dflash) || n_tokens <= 0) return;
     const size_t width = layers_.size() * size_t(n_embd_target_);
     if (size_t(n_tokens) * width > features_.size()) return;
     // [n_tokens, 3 x n_embd]: each token's three layer inputs side by side.
@@ -133,6 +181,10 @@ void HeadContext::after_target_decode(int32_t n_tokens) {
             std::memcpy(features_.data() + size_t(i) * width + k * size_t(n_embd_target_),
                         layer + size_t(i) * size_t(n_embd_target_), size_t(n_embd_target_) * sizeof(float));
         }
+    }
+    if (kind_ == DraftKind::dflash) { // the head encodes them itself, as it reads them
+        g_count_ = n_tokens;
+        return;
     }
     // The encoder takes one micro-batch at a time; each token's row is its own.
     const int32_t ubatch = int32_t(llama_n_ubatch(ctx_.get()));
@@ -149,9 +201,9 @@ void HeadContext::after_target_decode(int32_t n_tokens) {
 }
 
 const float * HeadContext::target_row(int32_t idx) const {
-    if (kind_ != DraftKind::eagle3) return llama_get_embeddings_nextn_ith(target_ctx_, idx);
+    if (kind_ != DraftKind::eagle3 && kind_ != DraftKind::dflash) return llama_get_embeddings_nextn_ith(target_ctx_, idx);
     if (idx < 0 || idx >= g_count_) return nullptr;
-    return g_rows_.data() + size_t(idx) * size_t(n_embd_);
+    return (kind_ == DraftKind::eagle3 ? g_rows_.data() : features_.data()) + size_t(idx) * size_t(n_embd_);
 }
 
 void HeadContext::clear() { n_tokens_ = 0; }
@@ -162,7 +214,7 @@ int32_t HeadContext::add(llama_token token, llama_pos pos, llama_seq_id seq, con
     pos_[size_t(i)]    = pos;
     seq_[size_t(i)]    = seq;
     logits_[size_t(i)] = output ? 1 : 0;
-    std::memcpy(rows_.data() + size_t(i) * size_t(n_embd_), row, size_t(n_embd_) * sizeof(float));
+    if (row) std::memcpy(rows_.data() + size_t(i) * size_t(n_embd_), row, size_t(n_embd_) * sizeof(float));
     return i;
 }
 
@@ -170,8 +222,10 @@ bool HeadContext::decode(bool drafting) {
     if (drafting) ++decodes_;
     llama_batch b{};
     b.n_tokens = n_tokens_;
-    b.token    = tokens_.data();
-    b.embd     = rows_.data();
+    // DFlash reads a batch of features (fed) or of tokens (a block to draft), never both.
+    const bool dflash = kind_ == DraftKind::dflash;
+    b.token    = dflash && !drafting ? nullptr : tokens_.data();
+    b.embd     = dflash && drafting ? nullptr : rows_.data();
     b.pos      = pos_.data();
     b.n_seq_id = n_seq_id_.data();
     b.seq_id   = seq_ptr_.data();

@@ -10,6 +10,10 @@
 //   read with g_P: its encoder's projection of the target's inputs to three of its layers at
 //   P. After every target decode the context encodes the features of all the batch's tokens
 //   (after_target_decode) and the sequences feed their pairs to its cache, all in one decode.
+// - DFlash reads the inputs of some of the target's layers like EAGLE3, but its cache holds
+//   at P what its encoder makes of the features at P (fed after every target decode, as
+//   rows without tokens), and it drafts a whole block in one decode: the token it continues,
+//   then a mask token at each position to draft, all seeing each other (in-place denoising).
 // - an MTP layer (a model's own nextn layer) keeps a cache of its own like EAGLE3's, in a
 //   context of the target's model whose graph is that layer; its input row at P is the
 //   target's final hidden state at P, as llama-ext.h's nextn output hands it out.
@@ -51,11 +55,13 @@ class HeadContext {
     bool                 own_cache() const { return has_own_cache(kind_); }
 
     // After every decode of the target (`n_tokens` tokens): EAGLE3 encodes the features of
-    // all of them; then target_row(i) is the row batch index i gives the head.
+    // all of them (DFlash keeps them as they are); then target_row(i) is the row batch index i
+    // gives the head.
     void          after_target_decode(int32_t n_tokens);
     const float * target_row(int32_t idx) const;
 
-    // The next decode's batch: each token with the row it is read with; only outputs have
+    // The next decode's batch: each token with the row it is read with (DFlash: a fed row's
+    // token is not read, a drafted block's tokens have no row: null); only outputs have
     // logits and a hidden row.
     void    clear();
     int32_t add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row, bool output = true);
@@ -63,7 +69,7 @@ class HeadContext {
     int32_t capacity() const { return capacity_; }
 
     // Decodes the batch; false when llama.cpp refused it. decodes() counts the drafting
-    // decodes (EAGLE3's feeding decodes after each target step are not counted).
+    // decodes (the feeding decodes of a head with its own cache are not counted).
     bool    decode(bool drafting = true);
     // A pair for the head's own cache (no output): when the batch is full, what it holds is
     // decoded first. false when such a decode failed.
@@ -72,6 +78,10 @@ class HeadContext {
     // The head's hidden state after batch index `idx` of the last decode (its input for the
     // token it drafts there); null when llama.cpp has none.
     const float * hidden_row(int32_t idx) const;
+
+    // DFlash: the token at a position to draft, and the most tokens one block drafts.
+    llama_token mask_token() const { return mask_; }
+    int32_t     block_drafts() const { return block_size_ - 1; }
 
     // Own cache only (no-ops otherwise). trim: sequence `seq` ends right before `pos`, so that
     // the next token there continues it; a cache that ends further back (an image, a restored
@@ -87,6 +97,7 @@ class HeadContext {
     void make_eagle3(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch);
     void make_assistant(const Model & target, uint32_t n_ctx, int n_seq);
     void make_mtp(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch);
+    void make_dflash(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch);
 
     std::shared_ptr<Model> model_;
     DraftKind              kind_;
@@ -105,14 +116,18 @@ class HeadContext {
     std::vector<llama_seq_id>   seq_;
     std::vector<llama_seq_id *> seq_ptr_;
     std::vector<int8_t>         logits_;
-    // EAGLE3: the target layers it reads (n_layer: the target's final hidden state), the
-    // target's width, and the last target decode's features and encoded rows.
+    // EAGLE3 and DFlash: the target layers it reads (EAGLE3's n_layer: the target's final
+    // hidden state), the target's width, and the last target decode's features (and
+    // EAGLE3's encoded rows).
     std::vector<int32_t> layers_;
     int32_t              n_embd_target_ = 0;
     int32_t              n_layer_target_ = 0;
     std::vector<float>   features_;
     std::vector<float>   g_rows_;
     int32_t              g_count_ = 0;
+    // DFlash.
+    llama_token          mask_       = -1;
+    int32_t              block_size_ = 16;
 };
 
 } // namespace specd::engine

@@ -9,10 +9,8 @@
 
 namespace specd::engine {
 
-namespace {
-
 // One job's way through propose_together's decodes.
-struct Lane {
+struct HeadDraft::Lane {
     HeadJob *                job;
     std::vector<llama_token> pending; // to read in order: the row's token, forced ones, then drafts
     std::vector<float>       row;     // the hidden state the next pending token is read with
@@ -21,8 +19,6 @@ struct Lane {
     int32_t                  idx  = -1; // its batch index in the decode running, -1: none
     bool                     done = false;
 };
-
-} // namespace
 
 HeadDraft::HeadDraft(std::shared_ptr<HeadContext> ctx, llama_seq_id seq) : ctx_(std::move(ctx)), seq_(seq) {}
 
@@ -37,6 +33,12 @@ size_t HeadDraft::begin_prompt(KvSequence & kv, size_t common, bool in_place, bo
     if (!ctx_->own_cache()) return common;
     if (!feeds || !in_place || common == 0 || is_image_token(prompt[common - 1])) {
         forget();
+        return common;
+    }
+    if (ctx_->kind() == DraftKind::dflash) {
+        // Its cache holds every kept position's features already.
+        kv.keep(common);
+        ctx_->trim(seq_, kv.next_pos());
         return common;
     }
     // The pair at the last kept token's position waits for that token's row, which only a
@@ -84,8 +86,10 @@ bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, bool d
     HeadContext & hc = *ctx_;
     if (!hc.own_cache() || n <= 0) return true;
     const llama_pos p0 = batch.pos[first];
-    // The pair the last row waited for: its token is this part's first.
-    const bool bridge = has_row_ && pos_ == p0 && p0 > 0;
+    // The pair the last row waited for: its token is this part's first. DFlash reads each
+    // position's own features, so nothing waits.
+    const bool dflash = hc.kind() == DraftKind::dflash;
+    const bool bridge = !dflash && has_row_ && pos_ == p0 && p0 > 0;
     cut(bridge ? p0 - 1 : p0);
     // A quarter of the head's batch at most: a request that stays at depth 0 would otherwise
     // keep every pair it reads. Past it the sequence starts over.
@@ -105,6 +109,14 @@ bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, bool d
         backlog_rows_.insert(backlog_rows_.end(), row, row + hc.n_embd());
     };
     if (bridge) pair(batch.token[first], p0 - 1, row_.data());
+    if (dflash) {
+        for (int32_t k = first; k < first + n; ++k) {
+            const float * features = hc.target_row(k);
+            if (!features) break;
+            pair(batch.token[k], batch.pos[k], features);
+        }
+        return ok;
+    }
     for (int32_t k = first; k + 1 < first + n; ++k) {
         const float * g = hc.target_row(k);
         if (!g) break;
@@ -122,6 +134,59 @@ void HeadDraft::take_row(int32_t idx, const KvSequence & kv) {
     pos_    = kv.next_pos();
 }
 
+void HeadDraft::propose_blocks(HeadContext & hc, std::vector<Lane> & lanes) {
+    // Each lane's block: the tokens after the row (the row's token, then forced ones) and a
+    // mask at every position to draft, read in one decode; blocks go whole into decodes of
+    // at most a micro-batch, since a block's positions see each other.
+    const int32_t ubatch = int32_t(llama_n_ubatch(hc.get()));
+    size_t        next   = 0;
+    while (next < lanes.size()) {
+        hc.clear();
+        std::vector<Lane *> in;
+        for (; next < lanes.size(); ++next) {
+            Lane &        l     = lanes[next];
+            HeadDraft &   h     = *l.job->head;
+            const int32_t n_pre = int32_t(l.pending.size());
+            const int32_t k     = std::min({l.job->req.k, hc.block_drafts(), ubatch - n_pre});
+            if (h.cancelled() || k <= 0) continue;
+            if (hc.size() + n_pre + k > std::min(ubatch, hc.capacity())) break;
+            l.idx = hc.size() + n_pre; // its first drafted position's batch index
+            // Every block token is an output, the read ones too: DFlash's graph in the pinned
+            // llama.cpp computes logits for every token without selecting the outputs, and
+            // libllama takes its first n_outputs rows as theirs, so with fewer outputs than
+            // tokens the masks of a second block read the rows of the block before (measured:
+            // HeadDraftTest's proposals together differed from alone). llama.cpp's own DFlash
+            // drafter outputs all of them too.
+            for (int32_t i = 0; i < n_pre; ++i) hc.add(l.pending[size_t(i)], l.pos + i, h.seq_, nullptr, true);
+            for (int32_t i = 0; i < k; ++i) hc.add(hc.mask_token(), l.pos + n_pre + i, h.seq_, nullptr, true);
+            l.fed = size_t(k); // the positions it drafts
+            in.push_back(&l);
+        }
+        if (in.empty()) {
+            if (next < lanes.size()) ++next; // a block no decode holds
+            continue;
+        }
+        const bool ok = hc.decode();
+        for (Lane * l : in) {
+            HeadDraft & h = *l->job->head;
+            // The block is not the sequence's: what it wrote goes before the next feed.
+            hc.trim(h.seq_, l->pos);
+            if (!ok) continue;
+            spec::Proposal & out = l->job->out;
+            const auto &     req = l->job->req;
+            for (size_t i = 0; i < l->fed; ++i) {
+                const int         j = static_cast<int>(out.tokens.size());
+                spec::TokenDist   q = h.sampler_->distribution(hc.get(), l->idx + int32_t(i));
+                const llama_token t = h.sampler_->greedy() ? q.ids[0] : spec::seeded_draw(q, req.seed, req.first_index + j);
+                if (hc.model().is_eog(t)) break; // the target decides where the answer ends
+                out.tokens.push_back(t);
+                out.dists.push_back(std::move(q));
+                h.sampler_->accept(t); // the grammar copy follows the draft
+            }
+        }
+    }
+}
+
 void HeadDraft::propose_together(std::span<HeadJob> jobs) {
     if (jobs.empty()) return;
     HeadContext &     hc = *jobs.front().head->ctx_;
@@ -134,8 +199,10 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
         // gemma4's assistant reads every token of a draft at the target's next position: it
         // attends to the target's cache, which holds what comes before it and nothing of the
         // draft. EAGLE3 reads the row's token at the row's position and each next one a
-        // position further, in a cache of its own that ends right before.
-        const llama_pos start = hc.own_cache() ? h.pos_ - 1 : h.pos_;
+        // position further, in a cache of its own that ends right before. DFlash's block
+        // starts with the row's token at its own position.
+        const bool      shifted = hc.own_cache() && hc.kind() != DraftKind::dflash;
+        const llama_pos start   = shifted ? h.pos_ - 1 : h.pos_;
         Lane l{.job = &job, .pending = {history.begin() + std::ptrdiff_t(h.row_at_), history.end()}, .row = h.row_,
                .pos = start};
         // An image position has no token to read; the row is stale then anyway.
@@ -158,6 +225,10 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
         if (!ok) {
             for (Lane & l : lanes) hc.forget(l.job->head->seq_);
         }
+    }
+    if (hc.kind() == DraftKind::dflash) {
+        propose_blocks(hc, lanes);
+        return;
     }
 
     for (;;) {

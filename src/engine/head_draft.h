@@ -17,8 +17,11 @@
 // then attends to the prompt's new part only; after an image or a context shift likewise. A
 // request that does not draft does not feed it (and starts it over).
 //
+// DFlash's cache is its own too, fed each decoded position's features; it drafts a block at
+// once (the row's token, then a mask at every position to draft) and keeps nothing of it.
+//
 // The sequences that draft in one step propose together: one head decode per draft position
-// for all of them.
+// for all of them (DFlash: one decode for all their blocks).
 #include "core/options.h"
 #include "engine/head_context.h"
 #include "engine/kv_sequence.h"
@@ -82,6 +85,10 @@ class HeadDraft {
     DraftKind kind() const { return ctx_->kind(); }
 
   private:
+    struct Lane;
+    // DFlash: every lane's block in one decode (or as few as its micro-batches allow).
+    static void propose_blocks(HeadContext & hc, std::vector<Lane> & lanes);
+
     bool cancelled() const { return cancel_ && cancel_->load(); }
     // The sequence's pairs (its cache, then its backlog) end right before `from`: what is at
     // or after it goes; a gap before it (an image) starts both over.

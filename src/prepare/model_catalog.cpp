@@ -311,7 +311,8 @@ void check_draft_vocab(const std::filesystem::path & model_gguf, const std::file
     // A head reads the target's hidden state and cache: its kind decides what fits, before
     // the vocabularies are compared.
     engine::GgufInfo draft = engine::read_gguf_info(draft_gguf);
-    if (engine::draft_kind_of(draft.architecture) == engine::DraftKind::eagle3) {
+    if (const auto kind = engine::draft_kind_of(draft.architecture);
+        kind == engine::DraftKind::eagle3 || kind == engine::DraftKind::dflash) {
         draft = engine::read_gguf_info(draft_gguf, /*verbose=*/true); // the layers it reads are an array
     }
     if (auto why = engine::draft_refusal(engine::read_gguf_info(model_gguf), draft); !why.empty()) {

@@ -1,6 +1,7 @@
 // Draft heads through the real server: gemma4's assistant (an MTP head that reads the target's
 // hidden state and KV cache) and an EAGLE3 head (reads three of the target's layers, keeps a
-// cache of its own) as a Modelfile DRAFT, and a model's own MTP layer (no DRAFT). /api/show
+// cache of its own) and a DFlash head (drafts a block in one decode) as a Modelfile DRAFT, and
+// a model's own MTP layer (no DRAFT). /api/show
 // names the kind, create refuses a head that cannot draft for its model, and with the head
 // drafting the answers are the ones without it: greedy, seeded sampling, a JSON schema, after
 // an image, from the prompt cache.
@@ -264,5 +265,98 @@ describe('a model with an MTP layer of its own', () => {
     assert.equal(restored.message.content, no.message.content);
     assert.ok(restored.prompt_eval_count < 60, `prompt_eval_count ${restored.prompt_eval_count}`);
     for (const r of [kept, restored]) assert.ok(ratio(r.speculation) > 0.4, JSON.stringify(r.speculation));
+  });
+});
+
+describe('DFlash head', () => {
+  // The fixture's llama target (n_embd 64) takes the gemma3 projector made for that width.
+  const dflash = {
+    name: 'df', from: 'dflash-target.gguf',
+    lines: [`DRAFT ${fixture('dflash-head.gguf')}`, `FROM ${fixture('vision-mmproj.gguf')}`],
+  };
+  const h = useServer({ models: [dflash], env: { SPECD_NUM_PARALLEL: '1' } });
+  const ratio = (s) => s.accepted / s.drafted;
+  // The fixture head's first drafted token is the one it dialed, the later ones guesses.
+  const first = (n, extra = {}) => greedy(n, { draft_depth: 1, ...extra });
+
+  test('/api/show names the draft kind', async () => {
+    const r = await (await fetch(`${h.srv.url}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'df' }) })).json();
+    assert.equal(r.draft.kind, 'dflash');
+    assert.equal(r.draft.architecture, 'dflash');
+  });
+
+  test('greedy: the same text with the head on (depths 1 and 4, adaptive) and off; its first drafts are accepted', async () => {
+    const { client } = h.srv;
+    for (const prompt of ['Once upon a time', 'List the planets']) {
+      const no = await client.generate({ model: 'df', prompt, stream: false, options: off(64) });
+      const one = await client.generate({ model: 'df', prompt, stream: false, options: first(64) });
+      const four = await client.generate({ model: 'df', prompt, stream: false, options: greedy(64, { draft_depth: 4 }) });
+      const auto = await client.generate({ model: 'df', prompt, stream: false, options: greedy(64) });
+      for (const r of [one, four, auto]) assert.equal(r.response, no.response, prompt);
+      assert.equal(one.speculation.drafter, 'dflash');
+      assert.ok(one.speculation.drafted > 20, JSON.stringify(one.speculation));
+      assert.ok(ratio(one.speculation) > 0.4, JSON.stringify(one.speculation));
+      assert.ok(four.speculation.drafted > one.speculation.drafted, JSON.stringify(four.speculation));
+    }
+  });
+
+  test('seeded sampling and a JSON schema: the same answers drafting or not', async () => {
+    const { client } = h.srv;
+    const opts = { temperature: 0.9, top_k: 20, seed: 5, num_predict: 48 };
+    const on = await client.generate({ model: 'df', prompt: 'Tell me', stream: false, options: { ...opts, draft_depth: 3 } });
+    const no = await client.generate({ model: 'df', prompt: 'Tell me', stream: false, options: { ...opts, draft_num_predict: 0 } });
+    assert.equal(on.response, no.response);
+    assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
+    const format = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 }, ok: { type: 'boolean' } },
+      required: ['n', 'ok'] };
+    const a = await client.generate({ model: 'df', prompt: 'Answer:', format, stream: false, options: greedy(60, { draft_depth: 3 }) });
+    const b = await client.generate({ model: 'df', prompt: 'Answer:', format, stream: false, options: off(60) });
+    assert.equal(a.response, b.response);
+    assert.equal(typeof JSON.parse(a.response).ok, 'boolean');
+  });
+
+  test('after an image and from the prompt cache: the same text, and the head drafts on', async () => {
+    const { client } = h.srv;
+    const images = [b64(bmp(64, 64, 5))];
+    const ask = (options) => client.chat({ model: 'df', stream: false, options,
+      messages: [{ role: 'user', content: 'What is in this picture?', images }] });
+    const no = await ask(off(48));
+    const on = await ask(first(48));
+    assert.equal(on.message.content, no.message.content);
+    assert.ok(on.speculation.drafted > 0 && ratio(on.speculation) > 0.4, JSON.stringify(on.speculation));
+
+    const q = { role: 'user', content: 'Name a colour. '.repeat(12) };
+    const a = await client.chat({ model: 'df', stream: false, options: first(24), messages: [q] });
+    const messages = [q, a.message, { role: 'user', content: 'And another?' }];
+    const kept = await client.chat({ model: 'df', stream: false, options: first(32), messages });
+    await client.generate({ model: 'df', prompt: 'Something else entirely', stream: false, options: off(8) });
+    const restored = await client.chat({ model: 'df', stream: false, options: first(32), messages });
+    const no2 = await client.chat({ model: 'df', stream: false, options: off(32), messages });
+    assert.equal(kept.message.content, no2.message.content);
+    assert.equal(restored.message.content, no2.message.content);
+    assert.ok(restored.prompt_eval_count < 60, `prompt_eval_count ${restored.prompt_eval_count}`);
+    for (const r of [kept, restored]) assert.ok(ratio(r.speculation) > 0.4, JSON.stringify(r.speculation));
+  });
+
+  test('a head for another width, layers the model lacks or an architecture whose layers cannot be read is refused at create', async () => {
+    const { env } = h.srv;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-dflash-'));
+    try {
+      const file = path.join(dir, 'Modelfile');
+      const cases = [
+        ['deep.gguf', /DRAFT cannot be used with this model: the dflash head was made for a hidden size of 64, the model's is 128/],
+        ['qwen-vl-text.gguf', /DRAFT cannot be used with this model: a dflash head cannot read the layers of a qwen2vl model/],
+        // tiny.gguf is as wide, with 2 layers: the head reads layers 2 and 3.
+        ['tiny.gguf', /DRAFT cannot be used with this model: the dflash head reads layer 2, the model has 2/],
+      ];
+      for (const [from, message] of cases) {
+        fs.writeFileSync(file, `FROM ${fixture(from)}\nDRAFT ${fixture('dflash-head.gguf')}\n`);
+        const r = await runCli(['create', 'wrong-dflash', '-f', file], { env });
+        assert.notEqual(r.code, 0, from);
+        assert.match(r.stderr, message, from);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

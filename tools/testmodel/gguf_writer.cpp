@@ -50,6 +50,7 @@ void fill(ggml_tensor * t, const tensor_spec & spec, uint64_t seed) {
     weight_rng rng(seed, spec.name);
     for (int64_t i = 0; i < n; ++i) {
         data[i] = rng.uniform(spec.bound);
+        if (spec.row_prefix > 0 && i % spec.ne[0] >= spec.row_prefix) data[i] = 0.0f;
     }
 }
 
@@ -137,6 +138,13 @@ uint64_t eagle3_write(const std::string & path, const vocab_file & vocab, const 
     eagle3_set_hparams(out.get(), spec, vocab.n_vocab);
     add_tokenizer(out.get(), vocab, std::nullopt);
     return write_with_weights(path, out.get(), eagle3_tensor_specs(spec, vocab.n_vocab), spec.target_seed);
+}
+
+uint64_t dflash_write(const std::string & path, const vocab_file & vocab, const dflash_spec & spec) {
+    gguf_context_ptr out(gguf_init_empty());
+    dflash_set_hparams(out.get(), spec, vocab.n_vocab);
+    add_tokenizer(out.get(), vocab, std::nullopt);
+    return write_with_weights(path, out.get(), dflash_tensor_specs(spec, vocab.n_vocab), spec.target_seed);
 }
 
 uint64_t projector_write(const std::string & path, const projector_write_params & params) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "clip_layout.h"
+#include "dflash_layout.h"
 #include "eagle3_layout.h"
 #include "gemma4_assistant_layout.h"
 #include "gemma4_layout.h"
@@ -54,6 +55,10 @@ uint64_t gemma4_assistant_write(const std::string & path, const vocab_file & voc
 // An EAGLE3 head for the llama target that `spec.target` and `spec.target_seed` describe; the
 // vocabulary must be the target's.
 uint64_t eagle3_write(const std::string & path, const vocab_file & vocab, const eagle3_spec & spec);
+
+// A DFlash head for the llama target that `spec.target` and `spec.target_seed` describe (its
+// output reading spec.n_content() dimensions); the vocabulary must be the target's.
+uint64_t dflash_write(const std::string & path, const vocab_file & vocab, const dflash_spec & spec);
 
 struct projector_write_params {
     clip_hparams_spec hparams;

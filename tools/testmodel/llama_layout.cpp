@@ -45,6 +45,7 @@ std::vector<tensor_spec> llama_tensor_specs(const llama_hparams_spec & hp, uint3
     specs.push_back(matrix_spec("token_embd.weight", n_embd, n_vocab, b_embd));
     specs.push_back(ones_spec("output_norm.weight", n_embd));
     specs.push_back(matrix_spec("output.weight", n_embd, n_vocab, b_out));
+    specs.back().row_prefix = hp.output_dims;
 
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string blk   = "blk." + std::to_string(il) + ".";

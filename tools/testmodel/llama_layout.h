@@ -29,6 +29,10 @@ struct llama_hparams_spec {
     uint32_t scaled_from_layer = UINT32_MAX;
     double   residual_scale    = 1.0;
 
+    // The output matrix reads only the first `output_dims` dimensions of the hidden state
+    // (0: all): a DFlash fixture head keeps the rest for its own use.
+    uint32_t output_dims = 0;
+
     uint32_t n_embd_head() const { return n_embd / n_head; }
 };
 

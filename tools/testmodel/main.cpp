@@ -39,6 +39,8 @@ const char * const usage_text =
     "                  [--hidden-weight W] [--attention self|uniform] [--quantize TYPE] [model options]\n"
     "  specd-testmodel mtp --vocab FILE --out FILE (--agreement P | --alpha A) [--hidden-weight W]\n"
     "                  [--quantize TYPE] [model options]\n"
+    "  specd-testmodel dflash --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
+    "                  [--quantize TYPE] [model options]\n"
     "  specd-testmodel agreement --draft FILE --target FILE [--seed N]\n"
     "  specd-testmodel projector --type gemma3|gemma4v|qwen2.5vl_merger|qwen2vl_merger --n-embd-text N --out FILE\n"
     "                  [options]\n"
@@ -96,6 +98,14 @@ const char * const usage_text =
     "with all its layers off; alpha, calibration, --hidden-weight (the hidden state's weight,\n"
     "default 0.01) and --quantize as in assistant mode.\n"
     "\n"
+    "dflash mode: a llama target (n_embd 64) and a DFlash head for it (one layer with its own\n"
+    "cache of the encoded inputs of the target's first, middle and last layers; it drafts a\n"
+    "block of mask tokens in one decode). Every mask chooses what the target would with all its\n"
+    "layers off after the token the block continues, so the first drafted token agrees as\n"
+    "alpha allows and the later ones by chance; the target's output reads 48 of its 64\n"
+    "dimensions (the head's ones are its own). Alpha, calibration and --quantize (the target\n"
+    "only) as in assistant mode.\n"
+    "\n"
     "agreement mode: prints the measured agreement of two existing models.\n"
     "\n"
     "projector mode: writes a tiny random-weight vision projector (an mmproj GGUF, loaded with\n"
@@ -134,7 +144,7 @@ struct usage_error : std::runtime_error {
 };
 
 struct cli_options {
-    std::string mode; // "", "pair", "assistant", "eagle3", "mtp", "agreement", "projector", "lora" or "image"
+    std::string mode; // "", "pair", "assistant", "eagle3", "mtp", "dflash", "agreement", "projector", "lora" or "image"
     std::map<std::string, std::string> values;
 
     bool has(const std::string & key) const { return values.count(key) != 0; }
@@ -160,6 +170,7 @@ cli_options parse_cli(int argc, char ** argv) {
         {"assistant", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
         {"eagle3", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize", "--attention"}},
         {"mtp", {"--vocab", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
+        {"dflash", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--quantize"}},
         {"projector", {"--type", "--n-embd-text", "--out", "--image-size", "--patch-size", "--merge", "--n-embd",
                        "--n-layer", "--n-head", "--n-ff", "--seed", "--defect"}},
         {"lora", {"--out", "--rank", "--alpha"}},
@@ -173,7 +184,7 @@ cli_options parse_cli(int argc, char ** argv) {
     }
     const names & allowed = mode_options.at(opts.mode);
     const bool with_model_options = opts.mode.empty() || opts.mode == "pair" || opts.mode == "lora" || opts.mode == "assistant" ||
-                                    opts.mode == "eagle3" || opts.mode == "mtp";
+                                    opts.mode == "eagle3" || opts.mode == "mtp" || opts.mode == "dflash";
     for (; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (arg == "-h" || arg == "--help") {
@@ -538,6 +549,32 @@ int run_eagle3(const cli_options & opts) {
     return calibrate_head_target(opts, vocab, target, &model_write, target_path, quantize);
 }
 
+int run_dflash(const cli_options & opts) {
+    const vocab_file    vocab       = vocab_file_load(opts.required("--vocab"));
+    const std::string & target_path = opts.required("--target");
+    const std::string & out         = opts.required("--out");
+    if (target_path == out) throw usage_error("--target and --out must be different files");
+
+    model_write_params target = parse_llama_layout_params(opts, "llama");
+    target.hparams.scaled_from_layer = 0; // every layer: at alpha 0 the target is the head's function
+    dflash_spec spec;
+    target.hparams.output_dims = target.hparams.n_embd - spec.n_ones; // what the head carries
+    spec.target      = target.hparams;
+    spec.target_seed = target.seed;
+    spec.layers      = eagle3_default_layers(target.hparams.n_layer);
+    if (const std::string problem = dflash_check(spec); !problem.empty()) throw usage_error(problem);
+    const std::optional<std::string> quantize =
+        opts.has("--quantize") ? std::optional(opts.values.at("--quantize")) : std::nullopt;
+
+    dflash_write(out, vocab, spec);
+    std::printf("wrote %s: %llu bytes, dflash, n_vocab %u, n_embd %u, layers %u %u %u, block %u, mask token %u, "
+                "seed %llu\n",
+                out.c_str(), (unsigned long long) std::filesystem::file_size(out), vocab.n_vocab, spec.target.n_embd,
+                spec.layers[0], spec.layers[1], spec.layers[2], spec.block_size, dflash_mask_token(vocab.n_vocab),
+                (unsigned long long) target.seed);
+    return calibrate_head_target(opts, vocab, target, &model_write, target_path, quantize);
+}
+
 int run_mtp(const cli_options & opts) {
     const vocab_file     vocab = vocab_file_load(opts.required("--vocab"));
     const std::string &  out   = opts.required("--out");
@@ -652,6 +689,8 @@ int main(int argc, char ** argv) {
             rc = run_eagle3(opts);
         } else if (opts.mode == "mtp") {
             rc = run_mtp(opts);
+        } else if (opts.mode == "dflash") {
+            rc = run_dflash(opts);
         } else if (opts.mode == "agreement") {
             rc = run_agreement(opts);
         } else if (opts.mode == "projector") {

@@ -22,6 +22,9 @@ struct tensor_spec {
     double               bound = 0.0;
     // WEIGHT_INIT_CUSTOM: fills all n_elements() values, in ggml order.
     std::function<void(float *)> custom;
+    // WEIGHT_INIT_UNIFORM: every row keeps its first `row_prefix` values and the rest are zero
+    // (drawn all the same, so the kept ones are those of a full draw); 0 keeps all.
+    int64_t                      row_prefix = 0;
 
     int64_t n_elements() const {
         int64_t n = 1;

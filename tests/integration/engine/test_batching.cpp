@@ -140,6 +140,11 @@ TEST(Batching, FourSequencesDraftingWithAnMtpLayerAnswerAsOneAtATime) {
     expect_batched_as_alone("mtp.gguf", nullptr, 3);
 }
 
+// DFlash: its cache fed for all sequences in one decode per step, every block in one decode.
+TEST(Batching, FourSequencesDraftingWithADFlashHeadAnswerAsOneAtATime) {
+    expect_batched_as_alone("dflash-target.gguf", "dflash-head.gguf", 3);
+}
+
 TEST(Batching, MoreRequestsThanSequencesReuseFreedOnes) {
     auto       model = fixtures::shared_model("tiny.gguf");
     auto       js    = jobs();

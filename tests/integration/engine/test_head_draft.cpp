@@ -30,6 +30,11 @@ const HeadFixture k_assistant{"gemma4-head-target.gguf", "gemma4-assistant.gguf"
 const HeadFixture k_eagle3{"eagle3-target.gguf", "eagle3-head.gguf", DraftKind::eagle3};
 // The model's own MTP layer: the "head" is the model, loaded with its layer.
 const HeadFixture k_mtp{"mtp.gguf", "mtp.gguf", DraftKind::mtp};
+const HeadFixture k_dflash{"dflash-target.gguf", "dflash-head.gguf", DraftKind::dflash};
+
+// The head decodes a proposal of `positions` tokens (read or drafted) takes: one per position,
+// DFlash's block one in all.
+int64_t decodes_for(const HeadFixture & f, int64_t positions) { return f.kind == DraftKind::dflash ? 1 : positions; }
 
 std::shared_ptr<Model> target_of(const HeadFixture & f) {
     return f.kind == DraftKind::mtp ? fixtures::shared_mtp_model(f.target) : fixtures::shared_model(f.target);
@@ -99,14 +104,14 @@ TEST_P(HeadDraftTest, ProposalsTogetherAreTheProposalsAloneAtOneDecodePerPositio
         Heads                h(GetParam(), {p});
         std::vector<HeadJob> job{{.head = h.seqs[0].get(), .req = {.history = h.histories[0], .k = 4}}};
         HeadDraft::propose_together(job);
-        EXPECT_EQ(h.ctx->decodes(), 4) << p;
+        EXPECT_EQ(h.ctx->decodes(), decodes_for(GetParam(), 4)) << p;
         alone.push_back(std::move(job[0].out));
     }
     Heads                h(GetParam(), k_prompts);
     std::vector<HeadJob> jobs;
     for (size_t s = 0; s < k_prompts.size(); ++s) jobs.push_back({.head = h.seqs[s].get(), .req = {.history = h.histories[s], .k = 4}});
     HeadDraft::propose_together(jobs);
-    EXPECT_EQ(h.ctx->decodes(), 4) << "one decode per position for all three sequences";
+    EXPECT_EQ(h.ctx->decodes(), decodes_for(GetParam(), 4)) << "one decode per position for all three sequences";
     for (size_t s = 0; s < k_prompts.size(); ++s) {
         EXPECT_EQ(jobs[s].out.tokens.size(), 4u) << k_prompts[s];
         EXPECT_EQ(jobs[s].out.tokens, alone[s].tokens) << k_prompts[s];
@@ -126,7 +131,8 @@ TEST_P(HeadDraftTest, TokensAfterTheRowAreReadBeforeDrafting) {
     HeadDraft::propose_together(jobs);
     EXPECT_EQ(jobs[0].out.tokens.size(), 3u);
     EXPECT_EQ(jobs[1].out.tokens.size(), 3u);
-    EXPECT_EQ(h.ctx->decodes(), 5) << "2 reads + 3 drafts, the other sequence's drafts in the same decodes";
+    EXPECT_EQ(h.ctx->decodes(), decodes_for(GetParam(), 5))
+        << "2 reads + 3 drafts, the other sequence's drafts in the same decodes";
 }
 
 TEST_P(HeadDraftTest, NoRowNoProposal) {
@@ -151,11 +157,12 @@ TEST_P(HeadDraftTest, CancelledRequestProposesNothing) {
     EXPECT_TRUE(job[0].out.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadDraft, HeadDraftTest, ::testing::Values(k_assistant, k_eagle3, k_mtp),
+INSTANTIATE_TEST_SUITE_P(HeadDraft, HeadDraftTest, ::testing::Values(k_assistant, k_eagle3, k_mtp, k_dflash),
                          [](const auto & info) {
                              switch (info.param.kind) {
                                  case DraftKind::eagle3: return std::string("Eagle3");
                                  case DraftKind::mtp: return std::string("Mtp");
+                                 case DraftKind::dflash: return std::string("DFlash");
                                  default: return std::string("Assistant");
                              }
                          });
@@ -183,6 +190,24 @@ void expect_cache_holds_the_pairs(const HeadFixture & f) {
 TEST(HeadDraftEagle3, ItsCacheHoldsThePairsOfWhatTheTargetDecoded) { expect_cache_holds_the_pairs(k_eagle3); }
 
 TEST(HeadDraftMtp, ItsCacheHoldsThePairsOfWhatTheTargetDecoded) { expect_cache_holds_the_pairs(k_mtp); }
+
+// DFlash's cache after a prompt: the features of every position decoded; a block drafted
+// after it leaves nothing behind, and what it drafts first is what the target chooses there
+// on most positions (the fixture's dialed agreement).
+TEST(HeadDraftDFlash, ItsCacheHoldsEveryDecodedPositionAndNoDraftedBlock) {
+    Heads             h(k_dflash, {k_prompts[0], k_prompts[2]});
+    const std::size_t n0 = h.histories[0].size() - 1, n1 = h.histories[1].size() - 1; // prompt lengths
+    EXPECT_EQ(h.head_pos_max(0), llama_pos(n0) - 1);
+    EXPECT_EQ(h.head_pos_max(1), llama_pos(n1) - 1);
+    std::vector<HeadJob> jobs{{.head = h.seqs[0].get(), .req = {.history = h.histories[0], .k = 5}},
+                              {.head = h.seqs[1].get(), .req = {.history = h.histories[1], .k = 5}}};
+    HeadDraft::propose_together(jobs);
+    EXPECT_EQ(jobs[0].out.tokens.size(), 5u);
+    EXPECT_EQ(jobs[1].out.tokens.size(), 5u);
+    EXPECT_EQ(h.ctx->decodes(), 1) << "both blocks in one decode";
+    EXPECT_EQ(h.head_pos_max(0), llama_pos(n0) - 1) << "the block was taken back";
+    EXPECT_EQ(h.head_pos_max(1), llama_pos(n1) - 1);
+}
 
 // A cache that was forgotten (after an image, a restored prompt or a shift) drafts on: the
 // sequence starts over at the row's position. The fixture's head attends to its own position

@@ -77,8 +77,34 @@ TEST(DraftKind, AnEagle3HeadDraftsForAModelOfItsWidthWhoseLayersCanBeRead) {
     EXPECT_EQ(draft_ubatch(DraftKind::model, 4, 512), 512);
 }
 
-TEST(DraftKind, HeadsNotServedYetAreRefusedByName) {
-    EXPECT_NE(draft_refusal(gemma4(64), info("dflash", {})).find("dflash drafter is not supported"), std::string::npos);
+// DFlash reads the inputs of some of the target's layers as EAGLE3 does, each as wide as its
+// own layers; the target's count itself (its final hidden state) is not one it can read.
+TEST(DraftKind, ADFlashHeadFitsAModelOfItsWidthWhoseLayersItReads) {
+    GgufInfo head = info("dflash", {{"dflash.embedding_length", 64}});
+    head.metadata.push_back({"dflash.target_layers", MetaEntry::Array{"INT32", 3, {int64_t(0), int64_t(1), int64_t(3)}}});
+    EXPECT_EQ(draft_kind_of("dflash"), DraftKind::dflash);
+    EXPECT_EQ(draft_kind_name(DraftKind::dflash), "dflash");
+    EXPECT_TRUE(has_own_cache(DraftKind::dflash));
+    EXPECT_EQ(draft_refusal(info("llama", {{"llama.embedding_length", 64}, {"llama.block_count", 4}}), head), "");
+    EXPECT_NE(draft_refusal(info("llama", {{"llama.embedding_length", 128}, {"llama.block_count", 4}}), head)
+                  .find("the dflash head was made for a hidden size of 64, the model's is 128"),
+              std::string::npos);
+    EXPECT_NE(draft_refusal(info("llama", {{"llama.embedding_length", 64}, {"llama.block_count", 3}}), head)
+                  .find("the dflash head reads layer 3, the model has 3"),
+              std::string::npos);
+    EXPECT_NE(draft_refusal(info("qwen2vl", {{"qwen2vl.embedding_length", 64}}), head)
+                  .find("a dflash head cannot read the layers of a qwen2vl model"),
+              std::string::npos);
+    EXPECT_EQ(draft_ubatch(DraftKind::dflash, 4, 512), 64);
+    // Its variants that draft otherwise are refused by name.
+    GgufInfo dflash2 = head;
+    dflash2.tensors.push_back({.name = "selector_hidden.weight"});
+    EXPECT_NE(draft_refusal(info("llama", {{"llama.embedding_length", 64}, {"llama.block_count", 4}}), dflash2).find("DFlash2"),
+              std::string::npos);
+    GgufInfo dspark = head;
+    dspark.tensors.push_back({.name = "markov_w1.weight"});
+    EXPECT_NE(draft_refusal(info("llama", {{"llama.embedding_length", 64}, {"llama.block_count", 4}}), dspark).find("DSpark"),
+              std::string::npos);
 }
 
 // A model without a DRAFT drafts with its own MTP layer when it carries exactly one and the
