@@ -26,7 +26,9 @@ generate() { # LABEL FILE STAMP ARGS
 # drafts do), and name another architecture ("arch": "gemma4" or "qwen2vl"), vocabulary and
 # chat template (a file under the vocabulary folder's templates/). A pair with "assistant": true
 # is a gemma4 target and its gemma4-assistant head instead (specd-testmodel assistant); one with
-# "eagle3": true a llama target and an EAGLE3 head for it (specd-testmodel eagle3).
+# "eagle3": true a llama target and an EAGLE3 head for it (specd-testmodel eagle3), one with
+# "dflash": true a DFlash head (specd-testmodel dflash); one with "mtp": true a glm4moe target
+# with an MTP layer of its own and no draft file (specd-testmodel mtp).
 for pair in $(q "Object.keys(s.pairs).join(' ')"); do
   agreement=$(q "s.pairs['$pair'].agreement")
   seed=$(q "s.pairs['$pair'].seed")
@@ -46,6 +48,18 @@ for pair in $(q "Object.keys(s.pairs).join(' ')"); do
     layers=$(q "s.pairs['$pair'].layers")
     generate "$pair (assistant, agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \
       "assistant --vocab $pair_vocab --target $out/$pair-target.gguf --out $out/$pair-draft.gguf --agreement $agreement --seed $seed --n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $layers"
+    continue
+  fi
+  if [ "$(q "s.pairs['$pair'].dflash ? 'yes' : 'no'")" = yes ]; then
+    layers=$(q "s.pairs['$pair'].layers")
+    generate "$pair (dflash, agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \
+      "dflash --vocab $pair_vocab --target $out/$pair-target.gguf --out $out/$pair-draft.gguf --agreement $agreement --seed $seed --n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $layers"
+    continue
+  fi
+  if [ "$(q "s.pairs['$pair'].mtp ? 'yes' : 'no'")" = yes ]; then
+    layers=$(q "s.pairs['$pair'].layers")
+    generate "$pair (mtp, agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \
+      "mtp --vocab $pair_vocab --out $out/$pair-target.gguf --agreement $agreement --seed $seed --n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $layers"
     continue
   fi
   if [ "$(q "s.pairs['$pair'].eagle3 ? 'yes' : 'no'")" = yes ]; then

@@ -70,8 +70,9 @@ const commandLines = new Map();
 // One server for `engine` (and the engines that share it).
 function startServer(engine, opt, spec, pairName, storeDir) {
   const target = path.resolve(opt.models, `${pairName}-target.gguf`);
-  const draft = path.resolve(opt.models, `${pairName}-draft.gguf`);
   const pair = spec.pairs[pairName];
+  // A model with an MTP layer of its own has no draft file.
+  const draft = pair.mtp ? undefined : path.resolve(opt.models, `${pairName}-draft.gguf`);
   const numCtx = pair.num_ctx ?? spec.num_ctx;
   const mmproj = pair.projector ? `${pairName}-mmproj.gguf` : spec.projector ? 'mmproj.gguf' : undefined;
   return engine.kind === 'specd'

@@ -71,7 +71,8 @@ export async function startSpecd({ bin, modelsDir, name, target, draft, threads,
   const path = await import('node:path');
   const modelfile = path.join(modelsDir, `${name}.Modelfile`);
   fs.mkdirSync(modelsDir, { recursive: true });
-  const text = `FROM ${target}\n${mmproj ? `FROM ${mmproj}\n` : ''}DRAFT ${draft}\n` +
+  // No draft: the model drafts with its own MTP layer.
+  const text = `FROM ${target}\n${mmproj ? `FROM ${mmproj}\n` : ''}${draft ? `DRAFT ${draft}\n` : ''}` +
     `${threads ? `PARAMETER num_thread ${threads}\n` : ''}PARAMETER num_ctx ${numCtx}\n`;
   // A server started again for its next turn (bench/turns.mjs) serves the model it created
   // before: creating it again would hash every weight file on each start.
@@ -107,8 +108,9 @@ export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMi
     '-c', String(numCtx), ...(parallel ? ['-np', String(parallel)] : []), '--no-webui', '--metrics', ...extraArgs];
   // Drafting is off unless a type is named.
   if (draftNMax > 0) {
-    // `specType`: draft-simple for a draft model, draft-mtp for a head (gemma4's assistant).
-    args.push('-md', draft, '--spec-type', specType, '--spec-draft-n-max', String(draftNMax));
+    // `specType`: draft-simple for a draft model, draft-mtp for a head (gemma4's assistant) or
+    // a model's own MTP layer (no draft file), draft-eagle3 or draft-dflash for those heads.
+    args.push(...(draft ? ['-md', draft] : []), '--spec-type', specType, '--spec-draft-n-max', String(draftNMax));
     // n-min = n-max fixes the depth: a shorter draft is dropped instead of verified.
     if (draftNMin > 0) args.push('--spec-draft-n-min', String(draftNMin));
   }

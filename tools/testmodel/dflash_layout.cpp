@@ -8,9 +8,10 @@
 
 namespace {
 
-// Q and K norm weights: a mask's query and a real token's key, each normalized to 2 on every
-// dimension of the block of ones (n_ones of 16 in a head of 64), meet at 16 * 4 * w^2 / 8.
-constexpr double k_qk_norm = 2.2360679775; // sqrt(5): a score of 40
+// The score of a mask's query with a real token's key: both, normalized over a head of d
+// (the whole width), are sqrt(d / n_ones) on each of the n_ones dimensions of the block of
+// ones, so they meet at d * w^2 / sqrt(d) = sqrt(d) * w^2 for Q and K norm weights w.
+constexpr double k_score = 40.0;
 // How much the attention output outweighs the mask's own embedding in the residual.
 constexpr double k_carry = 4.0;
 
@@ -19,7 +20,7 @@ constexpr double k_carry = 4.0;
 std::string dflash_check(const dflash_spec & spec) {
     if (std::string problem = llama_hparams_check(spec.target); !problem.empty()) return problem;
     if (spec.target.arch != "llama") return "a DFlash fixture head drafts for a llama target";
-    if (spec.target.n_embd != 64 || spec.n_ones != 16) return "a DFlash fixture head is 64 wide with 16 ones (its scores)";
+    if (spec.n_ones == 0 || spec.n_ones >= spec.target.n_embd) return "the block of ones must leave room for the content";
     if (spec.block_size < 2) return "the block holds the continued token and at least one mask";
     for (uint32_t l : spec.layers) {
         if (l >= spec.target.n_layer) return "the head reads layers the target does not have";
@@ -76,8 +77,9 @@ std::vector<tensor_spec> dflash_tensor_specs(const dflash_spec & spec, uint32_t 
     };
     specs.push_back(custom_spec(blk + "attn_q.weight", {d, d}, ones_reader(-1.0)));
     specs.push_back(custom_spec(blk + "attn_k.weight", {d, d}, ones_reader(+1.0)));
-    specs.push_back(const_spec(blk + "attn_q_norm.weight", d, k_qk_norm));
-    specs.push_back(const_spec(blk + "attn_k_norm.weight", d, k_qk_norm));
+    const double qk_norm = std::sqrt(k_score / std::sqrt(double(d)));
+    specs.push_back(const_spec(blk + "attn_q_norm.weight", d, qk_norm));
+    specs.push_back(const_spec(blk + "attn_k_norm.weight", d, qk_norm));
     // V: the content; the output projection puts it back, scaled.
     const auto diagonal = [=](double value) {
         return [=](float * data) {

@@ -17,7 +17,8 @@ struct gguf_context;
 //
 // A fixture head with a dialed agreement on the block's first drafted token: its own token
 // embedding is the target's first `n_content` dimensions beside a block of ones (the mask
-// token: zeros beside minus ones), and Q and K read only that block, so every mask attends to
+// token: zeros beside minus ones), and Q and K (one head as wide as the model) read only that
+// block, so every mask attends to
 // the block's real tokens (score +40), not to other masks (-40) nor to the cache (whose K
 // is zero: the encoding fills the content dimensions only; 0). V and the output projection
 // carry the continued token's content to the masks, the feed-forward adds nothing, and the

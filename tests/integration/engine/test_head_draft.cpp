@@ -227,11 +227,11 @@ TEST(HeadDraftEagle3, AForgottenCacheStartsOverAtTheRow) {
 
 namespace {
 
-// One sequence of the EAGLE3 fixture target and `head`, driven as the session drives them:
-// a target decode, then the head fed that decode's tokens and given the row that chose the
-// next token.
-struct Eagle3Run {
-    std::shared_ptr<Model>       target = fixtures::shared_model("eagle3-target.gguf");
+// One sequence of a fixture target and its head with a cache of its own, driven as the
+// session drives them: a target decode, then the head fed that decode's tokens and given the
+// row that chose the next token.
+struct OwnCacheRun {
+    std::shared_ptr<Model>       target;
     CreatedContext               tctx;
     std::shared_ptr<HeadContext> ctx;
     KvSequence                   kv;
@@ -239,10 +239,11 @@ struct Eagle3Run {
     std::vector<llama_token>     history; // committed tokens, the last not decoded yet
     std::atomic<bool>            cancel{false};
 
-    explicit Eagle3Run(const char * head_file) :
+    explicit OwnCacheRun(const HeadFixture & f) :
+        target(target_of(f)),
         tctx(create_context(*target, sequences_params(*target, k_ctx, 1, 256), "target")),
-        ctx(std::make_shared<HeadContext>(fixtures::shared_model(head_file), DraftKind::eagle3, *target, tctx.ctx.get(),
-                                          k_ctx, 1, 256)),
+        ctx(std::make_shared<HeadContext>(f.kind == DraftKind::mtp ? target : fixtures::shared_model(f.head), f.kind,
+                                          *target, tctx.ctx.get(), k_ctx, 1, 256)),
         kv(tctx.ctx.get(), 0), head(ctx, 0) {
         SamplingOptions sampling = fixtures::greedy(1).sampling;
         sampling.temperature     = 1.0f; // distributions to compare, not point masses
@@ -283,15 +284,14 @@ struct Eagle3Run {
     }
 };
 
-} // namespace
-
-// EAGLE3's cache fed chunk by chunk and round by round (each round's drafts verified, the
+// A head's own cache fed chunk by chunk and round by round (each round's drafts verified, the
 // rejected positions taken back, the bridge pair before each part, the pairs of rounds
 // without drafts left waiting and decoded before the next draft) holds what one decode of the
-// whole history feeds it: a head whose attention weighs every position alike drafts from either with the
-// same distribution.
-TEST(HeadDraftEagle3, ACacheFedRoundByRoundHoldsWhatOneFeedOfTheHistoryGives) {
-    Eagle3Run inc("eagle3-uniform-head.gguf");
+// whole history feeds it: the head drafts from either with the same distribution. EAGLE3's
+// uniform-attention head weighs every pair alike; the MTP fixture's layer reads its cache
+// through an attention of a twentieth of its output's weight.
+void expect_fed_round_by_round_as_at_once(const HeadFixture & f, double tolerance) {
+    OwnCacheRun inc(f);
     inc.history = inc.target->tokenize("Once upon a time, in a land far away,", true, true);
     {
         // The prompt in two chunks: the second's first token completes the first's last pair.
@@ -328,7 +328,7 @@ TEST(HeadDraftEagle3, ACacheFedRoundByRoundHoldsWhatOneFeedOfTheHistoryGives) {
     }
     ASSERT_GT(rejected, 0) << "no round had a rejected draft to take back";
 
-    Eagle3Run once("eagle3-uniform-head.gguf");
+    OwnCacheRun once(f);
     once.history = inc.history;
     const std::vector<llama_token> read(once.history.begin(), once.history.end() - 1);
     once.decode(read);
@@ -344,7 +344,17 @@ TEST(HeadDraftEagle3, ACacheFedRoundByRoundHoldsWhatOneFeedOfTheHistoryGives) {
     const spec::TokenDist & qb = b.dists[0];
     ASSERT_FALSE(qa.ids.empty());
     for (size_t i = 0; i < std::min<size_t>(qa.ids.size(), 5); ++i) {
-        EXPECT_NEAR(qa.probs[i], qb.prob_of(qa.ids[i]), 2e-3) << "candidate " << i;
+        EXPECT_NEAR(qa.probs[i], qb.prob_of(qa.ids[i]), tolerance) << "candidate " << i;
     }
     EXPECT_EQ(a.tokens, b.tokens);
+}
+
+} // namespace
+
+TEST(HeadDraftEagle3, ACacheFedRoundByRoundHoldsWhatOneFeedOfTheHistoryGives) {
+    expect_fed_round_by_round_as_at_once({"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3}, 2e-3);
+}
+
+TEST(HeadDraftMtp, ACacheFedRoundByRoundHoldsWhatOneFeedOfTheHistoryGives) {
+    expect_fed_round_by_round_as_at_once(k_mtp, 2e-5);
 }
