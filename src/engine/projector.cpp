@@ -42,6 +42,7 @@ std::unique_ptr<Projector> Projector::load(const std::filesystem::path & mmproj,
                                            int32_t n_threads) {
     // Before mtmd sees the file: several types it knows abort on inputs they were not made for.
     if (const std::string why = projector_file_refusal(mmproj); !why.empty()) throw bad_request(why);
+    if (const std::string why = projector_text_refusal(text_model.info()); !why.empty()) throw bad_request(why);
     ensure_backend();
     mtmd_context_params params = mtmd_context_params_default();
     params.use_gpu       = false;

@@ -43,4 +43,13 @@ std::string projector_file_refusal(const std::filesystem::path & mmproj) {
     return projector_type_refusal({});
 }
 
+std::string projector_text_refusal(const GgufInfo & model) {
+    const std::string & a = model.architecture;
+    if (a != "glm4" && a != "glm4moe") return {};
+    for (const MetaEntry & e : model.metadata) {
+        if (e.key == a + ".rope.dimension_sections") return {};
+    }
+    return "a " + a + " model without M-RoPE sections cannot take images (llama.cpp's graph for it stops the process on them)";
+}
+
 } // namespace specd::engine

@@ -91,8 +91,10 @@ struct CreateOptions {
     // before anything is written; throws to refuse. Unset: no check.
     std::function<void(const std::filesystem::path & model_gguf, const std::filesystem::path & adapter_gguf)> check_adapter;
     // Checks that a vision projector (the FROM line whose GGUF is a clip model) is of a type
-    // the server serves; throws to refuse. Unset: no check.
-    std::function<void(const std::filesystem::path & projector_gguf)> check_projector;
+    // the server serves and that the text model can take images; throws to refuse. Unset: no
+    // check.
+    std::function<void(const std::filesystem::path & projector_gguf, const std::filesystem::path & model_gguf)>
+        check_projector;
     // Rewrites the model GGUF before it is stored (the API's `quantize`): reads `in`, writes
     // `out`, a temp file in the store that is removed afterwards whatever happens. It is the
     // first write of a create, so a refusal (thrown before writing) leaves nothing behind.

@@ -173,7 +173,6 @@ void StoreCreate::find_model_and_projector() {
                                                 "with architecture clip); neither is");
         }
         projector_file_ = second.file;
-        if (options_.check_projector) options_.check_projector(*projector_file_);
     }
     if (is_projector(from_)) {
         throw error(ErrorKind::bad_request, "FROM " + base_name(*from_.file) +
@@ -181,6 +180,7 @@ void StoreCreate::find_model_and_projector() {
     }
     if (!from_.file) model_layer_of(*from_.model, from_label());
     model_gguf_ = gguf_of(from_, from_label());
+    if (projector_file_ && options_.check_projector) options_.check_projector(*projector_file_, model_gguf_);
 }
 
 void StoreCreate::find_draft() {

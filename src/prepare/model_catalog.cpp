@@ -329,8 +329,9 @@ void check_adapter_fits(const std::filesystem::path & model_gguf, const std::fil
     }
 }
 
-void check_projector_type(const std::filesystem::path & projector_gguf) {
+void check_projector_fits(const std::filesystem::path & projector_gguf, const std::filesystem::path & model_gguf) {
     if (auto why = engine::projector_file_refusal(projector_gguf); !why.empty()) throw bad_request(why);
+    if (auto why = engine::projector_text_refusal(engine::read_gguf_info(model_gguf)); !why.empty()) throw bad_request(why);
 }
 
 std::function<void(const std::filesystem::path &, const std::filesystem::path &)>
@@ -353,7 +354,7 @@ models::CreateOptions create_options(std::function<void(const std::string &)> pr
     opts.describe    = describe_gguf;
     opts.check_draft = check_draft_vocab;
     opts.check_adapter = check_adapter_fits;
-    opts.check_projector = check_projector_type;
+    opts.check_projector = check_projector_fits;
     opts.progress    = std::move(progress);
     return opts;
 }

@@ -52,9 +52,9 @@ void check_draft_vocab(const std::filesystem::path & model_gguf, const std::file
 // Create-time check of an ADAPTER (a 400 naming what does not fit the model otherwise).
 void check_adapter_fits(const std::filesystem::path & model_gguf, const std::filesystem::path & adapter_gguf);
 
-// Create-time check of a vision projector: its type must be one the server serves
-// (engine/projector_types; a 400 naming the type otherwise).
-void check_projector_type(const std::filesystem::path & projector_gguf);
+// Create-time check of a vision projector: its type must be one the server serves and the
+// text model one that takes images (engine/projector_types; a 400 naming why otherwise).
+void check_projector_fits(const std::filesystem::path & projector_gguf, const std::filesystem::path & model_gguf);
 
 // CreateOptions::rewrite_model for a quantization type a user named ("q4_K_M"); throws
 // bad_request for an unknown type.

@@ -252,6 +252,20 @@ describe('a model with an MTP layer of its own', () => {
     assert.equal(typeof JSON.parse(a.response).ok, 'boolean');
   });
 
+  test('a vision projector for it is refused at create: its graph would stop the process on an image', async () => {
+    const { env } = h.srv;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-mtp-'));
+    try {
+      const file = path.join(dir, 'Modelfile');
+      fs.writeFileSync(file, `FROM ${fixture('mtp.gguf')}\nFROM ${fixture('vision-mmproj.gguf')}\n`);
+      const r = await runCli(['create', 'mtp-vision', '-f', file], { env });
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /a glm4moe model without M-RoPE sections cannot take images/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('from the prompt cache: the same text, and its layer drafts on', async () => {
     const { client } = h.srv;
     const first = { role: 'user', content: 'Name a colour. '.repeat(12) };

@@ -22,3 +22,17 @@ TEST(ProjectorTypes, RefusesOthersByName) {
     EXPECT_NE(projector_type_refusal("Gemma3"), ""); // exact names, as mtmd matches them
     EXPECT_NE(projector_type_refusal("").find("without clip.projector_type"), std::string::npos);
 }
+
+// glm4 and glm4moe graphs stop the process on image embeddings unless they have M-RoPE
+// sections (GLM-4V's); other text models take them.
+TEST(ProjectorTypes, TextModelsWhoseGraphCannotTakeImagesAreNamed) {
+    specd::engine::GgufInfo glm;
+    glm.architecture = "glm4moe";
+    EXPECT_NE(specd::engine::projector_text_refusal(glm).find("a glm4moe model without M-RoPE sections cannot take images"),
+              std::string::npos);
+    glm.metadata.push_back({"glm4moe.rope.dimension_sections", specd::engine::MetaEntry::Array{"INT32", 4, {}}});
+    EXPECT_EQ(specd::engine::projector_text_refusal(glm), "");
+    specd::engine::GgufInfo llama;
+    llama.architecture = "llama";
+    EXPECT_EQ(specd::engine::projector_text_refusal(llama), "");
+}
