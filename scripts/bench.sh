@@ -12,7 +12,8 @@
 # the same for an EAGLE3 head beside llama-server's draft-eagle3 (bench/results/eagle3.md);
 # `scripts/bench.sh bench/mtp.json` a model's own MTP layer beside draft-mtp and
 # `scripts/bench.sh bench/dflash.json` a DFlash head beside draft-dflash, free text only
-# (bench/results/mtp.md, bench/results/dflash.md).
+# (bench/results/mtp.md, bench/results/dflash.md); `scripts/bench.sh bench/dflash-vision.json`
+# the DFlash head on the image cells, specd only (bench/results/dflash-vision.md).
 # `scripts/bench.sh grammar` instead times the grammar's operations per token on a 32k and a
 # 151k vocabulary for the cell file's schemas (bench/results/grammar-cost.md).
 # `scripts/bench.sh cache [--prefix-tokens N] [--runs N]` times the first token with a long
