@@ -36,6 +36,27 @@ HeadContext::HeadContext(std::shared_ptr<Model> head, DraftKind kind, const Mode
     logits_.assign(n, 1);
 }
 
+void HeadContext::create(const Model & model, llama_context_params cp, const char * what) {
+    cp.n_threads = cp.n_threads_batch = 1; // until use_threads()
+    CreatedContext created = create_context(model, cp, what);
+    ctx_    = std::move(created.ctx);
+    memory_ = created.bytes;
+}
+
+void HeadContext::read_layers(const Model & target, const char * head, bool final_ok) {
+    n_embd_target_  = llama_model_n_embd(target.get());
+    n_layer_target_ = llama_model_n_layer(target.get());
+    const int32_t * ids = llama_model_target_layer_ids(model_->get());
+    layers_.assign(ids, ids + llama_model_target_layer_ids_n(model_->get()));
+    for (int32_t l : layers_) {
+        // libllama aborts the process on a layer the target does not have.
+        if (l < 0 || l > n_layer_target_ || (l == n_layer_target_ && !final_ok)) {
+            throw bad_request(std::string("the ") + head + " head reads layer " + std::to_string(l) + ", the model has " +
+                              std::to_string(n_layer_target_));
+        }
+    }
+}
+
 void HeadContext::make_assistant(const Model & target, uint32_t n_ctx, int n_seq) {
     capacity_ = std::max(1, n_seq);
     n_embd_   = llama_model_n_embd(target.get());
@@ -49,29 +70,15 @@ void HeadContext::make_assistant(const Model & target, uint32_t n_ctx, int n_seq
     llama_context_params cp = sequences_params(target, n_ctx, std::max(1, n_seq), capacity_);
     cp.ctx_type  = LLAMA_CONTEXT_TYPE_MTP;
     cp.ctx_other = target_ctx_;
-    cp.n_threads = cp.n_threads_batch = 1; // until use_threads()
-    CreatedContext created = create_context(*model_, cp, "cannot create the draft head's context");
-    ctx_    = std::move(created.ctx);
-    memory_ = created.bytes;
+    create(*model_, cp, "cannot create the draft head's context");
     llama_set_embeddings_nextn(target_ctx_, true, /*masked=*/false);
     llama_set_embeddings_nextn(ctx_.get(), true, /*masked=*/true);
 }
 
 void HeadContext::make_eagle3(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch) {
     const llama_model * head = model_->get();
-    n_embd_target_  = llama_model_n_embd(target.get());
-    n_layer_target_ = llama_model_n_layer(target.get());
-    const int32_t * ids = llama_model_target_layer_ids(head);
-    const uint32_t  n   = llama_model_target_layer_ids_n(head);
-    layers_.assign(ids, ids + n);
+    read_layers(target, "EAGLE3", /*final_ok=*/true);
     if (layers_.size() != 3) throw bad_request("the EAGLE3 head does not name three target layers to read");
-    for (int32_t l : layers_) {
-        // libllama aborts the process on a layer the target does not have.
-        if (l < 0 || l > n_layer_target_) {
-            throw bad_request("the EAGLE3 head reads layer " + std::to_string(l) + ", the model has " +
-                              std::to_string(n_layer_target_));
-        }
-    }
     char made_for[32] = {};
     llama_model_meta_val_str(head, "eagle3.target_hidden_size", made_for, sizeof(made_for));
     if (std::to_string(n_embd_target_) != made_for) {
@@ -85,10 +92,7 @@ void HeadContext::make_eagle3(const Model & target, uint32_t n_ctx, int n_seq, i
     llama_context_params cp = sequences_params(*model_, n_ctx, std::max(1, n_seq), capacity_);
     cp.n_ubatch  = uint32_t(draft_ubatch(kind_, n_seq, target_batch));
     cp.ctx_other = target_ctx_; // the target's token embedding and output, when the head has none
-    cp.n_threads = cp.n_threads_batch = 1;
-    CreatedContext created = create_context(*model_, cp, "cannot create the draft head's context");
-    ctx_    = std::move(created.ctx);
-    memory_ = created.bytes;
+    create(*model_, cp, "cannot create the draft head's context");
     for (int32_t l : layers_) {
         if (l < n_layer_target_) llama_set_embeddings_layer_inp(target_ctx_, uint32_t(l), true);
         else llama_set_embeddings_nextn(target_ctx_, true, /*masked=*/false);
@@ -99,7 +103,7 @@ void HeadContext::make_eagle3(const Model & target, uint32_t n_ctx, int n_seq, i
 }
 
 void HeadContext::make_mtp(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch) {
-    if (model_.get() != &target && model_->get() != target.get()) {
+    if (model_->get() != target.get()) {
         throw bad_request("an MTP layer drafts only for the model that carries it");
     }
     if (llama_model_n_layer_nextn(target.get()) != 1) {
@@ -113,29 +117,16 @@ void HeadContext::make_mtp(const Model & target, uint32_t n_ctx, int n_seq, int3
     llama_context_params cp = sequences_params(target, n_ctx, std::max(1, n_seq), capacity_);
     cp.ctx_type  = LLAMA_CONTEXT_TYPE_MTP;
     cp.n_ubatch  = uint32_t(draft_ubatch(kind_, n_seq, target_batch));
-    cp.n_threads = cp.n_threads_batch = 1; // until use_threads()
-    CreatedContext created = create_context(target, cp, "cannot create the MTP layer's context");
-    ctx_    = std::move(created.ctx);
-    memory_ = created.bytes;
+    create(target, cp, "cannot create the MTP layer's context");
     llama_set_embeddings_nextn(target_ctx_, true, /*masked=*/false);
     llama_set_embeddings_nextn(ctx_.get(), true, /*masked=*/true);
 }
 
 void HeadContext::make_dflash(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch) {
     const llama_model * head = model_->get();
-    n_embd_target_  = llama_model_n_embd(target.get());
-    n_layer_target_ = llama_model_n_layer(target.get());
-    const int32_t * ids = llama_model_target_layer_ids(head);
-    const uint32_t  n   = llama_model_target_layer_ids_n(head);
-    layers_.assign(ids, ids + n);
+    // Only the layers' inputs are handed out, not the final hidden state.
+    read_layers(target, "DFlash", /*final_ok=*/false);
     if (layers_.empty()) throw bad_request("the DFlash head names no target layers to read");
-    for (int32_t l : layers_) {
-        // Only the layers' inputs are handed out (libllama aborts on a layer the target lacks).
-        if (l < 0 || l >= n_layer_target_) {
-            throw bad_request("the DFlash head reads layer " + std::to_string(l) + ", the model has " +
-                              std::to_string(n_layer_target_));
-        }
-    }
     // Its encoder takes the layers' inputs side by side, each as wide as its own layers.
     if (llama_model_n_embd(head) != n_embd_target_) {
         throw bad_request("the DFlash head was made for a hidden size of " + std::to_string(llama_model_n_embd(head)) +
@@ -157,10 +148,7 @@ void HeadContext::make_dflash(const Model & target, uint32_t n_ctx, int n_seq, i
     llama_context_params cp = sequences_params(*model_, n_ctx, std::max(1, n_seq), capacity_);
     cp.n_ubatch  = uint32_t(capacity_);
     cp.ctx_other = target_ctx_; // the target's token embedding and output, when the head has none
-    cp.n_threads = cp.n_threads_batch = 1;
-    CreatedContext created = create_context(*model_, cp, "cannot create the draft head's context");
-    ctx_    = std::move(created.ctx);
-    memory_ = created.bytes;
+    create(*model_, cp, "cannot create the draft head's context");
     for (int32_t l : layers_) llama_set_embeddings_layer_inp(target_ctx_, uint32_t(l), true);
     // A block's positions see each other (in-place denoising), unless the head says otherwise.
     llama_set_causal_attn(ctx_.get(), causal);

@@ -94,6 +94,11 @@ class HeadContext {
     void use_threads(ThreadPools & pools, const ThreadChoice & choice);
 
   private:
+    // The head's context from `cp` (one thread until use_threads()); throws `what` on failure.
+    void create(const Model & model, llama_context_params cp, const char * what);
+    // The target layers the head reads (its target_layer_ids), checked against the target's
+    // count; `final_ok`: the count itself, the target's final hidden state, is one it may read.
+    void read_layers(const Model & target, const char * head, bool final_ok);
     void make_eagle3(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch);
     void make_assistant(const Model & target, uint32_t n_ctx, int n_seq);
     void make_mtp(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch);

@@ -16,6 +16,7 @@ struct HeadDraft::Lane {
     std::vector<float>       row;     // the hidden state the next pending token is read with
     llama_pos                pos  = 0; // where the next pending token is read
     size_t                   fed  = 0;
+    int32_t                  masks = 0; // DFlash: the positions its block drafts
     int32_t                  idx  = -1; // its batch index in the decode running, -1: none
     bool                     done = false;
 };
@@ -159,7 +160,7 @@ void HeadDraft::propose_blocks(HeadContext & hc, std::vector<Lane> & lanes) {
             // drafter outputs all of them too.
             for (int32_t i = 0; i < n_pre; ++i) hc.add(l.pending[size_t(i)], l.pos + i, h.seq_, nullptr, true);
             for (int32_t i = 0; i < k; ++i) hc.add(hc.mask_token(), l.pos + n_pre + i, h.seq_, nullptr, true);
-            l.fed = size_t(k); // the positions it drafts
+            l.masks = k;
             in.push_back(&l);
         }
         if (in.empty()) {
@@ -174,9 +175,9 @@ void HeadDraft::propose_blocks(HeadContext & hc, std::vector<Lane> & lanes) {
             if (!ok) continue;
             spec::Proposal & out = l->job->out;
             const auto &     req = l->job->req;
-            for (size_t i = 0; i < l->fed; ++i) {
+            for (int32_t i = 0; i < l->masks; ++i) {
                 const int         j = static_cast<int>(out.tokens.size());
-                spec::TokenDist   q = h.sampler_->distribution(hc.get(), l->idx + int32_t(i));
+                spec::TokenDist   q = h.sampler_->distribution(hc.get(), l->idx + i);
                 const llama_token t = h.sampler_->greedy() ? q.ids[0] : spec::seeded_draw(q, req.seed, req.first_index + j);
                 if (hc.model().is_eog(t)) break; // the target decides where the answer ends
                 out.tokens.push_back(t);

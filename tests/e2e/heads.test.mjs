@@ -23,6 +23,71 @@ const greedy = (n, extra = {}) => ({ temperature: 0, num_predict: n, ...extra })
 const depth = (n, extra = {}) => greedy(n, { draft_depth: 3, ...extra });
 const off = (n, extra = {}) => greedy(n, { draft_num_predict: 0, ...extra });
 
+const ratio = (s) => s.accepted / s.drafted;
+const schema = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 }, ok: { type: 'boolean' } },
+  required: ['n', 'ok'] };
+
+// A head with a cache of its own: seeded sampling (`seed`, drafting at depth 3) and the JSON
+// schema (drafting with `on`) answer as without drafting.
+async function expectSeededAndSchemaAsOff(client, model, seed, on) {
+  const opts = { temperature: 0.9, top_k: 20, seed, num_predict: 48 };
+  const a = await client.generate({ model, prompt: 'Tell me', stream: false, options: { ...opts, draft_depth: 3 } });
+  const b = await client.generate({ model, prompt: 'Tell me', stream: false, options: { ...opts, draft_num_predict: 0 } });
+  assert.equal(a.response, b.response);
+  assert.ok(a.speculation.drafted > 0, JSON.stringify(a.speculation));
+  const c = await client.generate({ model, prompt: 'Answer:', format: schema, stream: false, options: on(60) });
+  const d = await client.generate({ model, prompt: 'Answer:', format: schema, stream: false, options: off(60) });
+  assert.equal(c.response, d.response);
+  assert.equal(typeof JSON.parse(c.response).ok, 'boolean');
+}
+
+// A chat goes on in the sequence that holds it (the head's cache kept in place), then after
+// another prompt took the sequence (the target's state restored from the prompt cache, the
+// head's started over): both answer as without drafting, and the head's drafts are accepted.
+async function expectKeptAndRestoredAsOff(client, model, on) {
+  const first = { role: 'user', content: 'Name a colour. '.repeat(12) };
+  const a = await client.chat({ model, stream: false, options: on(24), messages: [first] });
+  const messages = [first, a.message, { role: 'user', content: 'And another?' }];
+  const kept = await client.chat({ model, stream: false, options: on(32), messages });
+  await client.generate({ model, prompt: 'Something else entirely', stream: false, options: off(8) });
+  const restored = await client.chat({ model, stream: false, options: on(32), messages });
+  const no = await client.chat({ model, stream: false, options: off(32), messages });
+  assert.equal(kept.message.content, no.message.content);
+  assert.equal(restored.message.content, no.message.content);
+  assert.ok(restored.prompt_eval_count < 60, `prompt_eval_count ${restored.prompt_eval_count}`);
+  for (const r of [kept, restored]) assert.ok(ratio(r.speculation) > 0.4, JSON.stringify(r.speculation));
+}
+
+// After an image the head drafts on: the same text as without drafting, its drafts accepted.
+async function expectAfterAnImageAsOff(client, model, on) {
+  const images = [b64(bmp(64, 64, 5))];
+  const ask = (options) => client.chat({ model, stream: false, options,
+    messages: [{ role: 'user', content: 'What is in this picture?', images }] });
+  const no = await ask(off(48));
+  const yes = await ask(on(48));
+  assert.equal(yes.message.content, no.message.content);
+  assert.ok(yes.speculation.drafted > 0 && ratio(yes.speculation) > 0.4, JSON.stringify(yes.speculation));
+}
+
+// `specd create` refuses each [Modelfile text, message] with an error matching its message.
+async function expectRefusedAtCreate(env, cases) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-heads-'));
+  try {
+    const file = path.join(dir, 'Modelfile');
+    for (const [text, message] of cases) {
+      fs.writeFileSync(file, text);
+      const r = await runCli(['create', 'refused-head', '-f', file], { env });
+      assert.notEqual(r.code, 0, text);
+      assert.match(r.stderr, message, text);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// Each [FROM fixture, message] with `head` as its DRAFT.
+const withDraft = (head, cases) => cases.map(([from, message]) => [`FROM ${fixture(from)}\nDRAFT ${fixture(head)}\n`, message]);
+
 describe('draft heads', () => {
   const h = useServer({ models: [head], env: { SPECD_NUM_PARALLEL: '1' } });
 
@@ -58,10 +123,8 @@ describe('draft heads', () => {
 
   test('a JSON schema: valid, and the same with the head on and off', async () => {
     const { client } = h.srv;
-    const format = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 }, ok: { type: 'boolean' } },
-      required: ['n', 'ok'] };
-    const on = await client.generate({ model: 'g4', prompt: 'Answer:', format, stream: false, options: depth(60) });
-    const no = await client.generate({ model: 'g4', prompt: 'Answer:', format, stream: false, options: off(60) });
+    const on = await client.generate({ model: 'g4', prompt: 'Answer:', format: schema, stream: false, options: depth(60) });
+    const no = await client.generate({ model: 'g4', prompt: 'Answer:', format: schema, stream: false, options: off(60) });
     assert.equal(on.response, no.response);
     const j = JSON.parse(on.response);
     assert.equal(typeof j.n, 'number');
@@ -98,18 +161,10 @@ describe('draft heads', () => {
   });
 
   test('a head for another architecture is refused at create with a 400', async () => {
-    const { env } = h.srv;
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-head-'));
-    try {
-      const file = path.join(dir, 'Modelfile');
-      // A llama model: the kind's check comes before the vocabularies are compared.
-      fs.writeFileSync(file, `FROM ${fixture('vision-text.gguf')}\nDRAFT ${fixture('gemma4-assistant.gguf')}\n`);
-      const r = await runCli(['create', 'wrong-head', '-f', file], { env });
-      assert.notEqual(r.code, 0);
-      assert.match(r.stderr, /DRAFT cannot be used with this model: a gemma4-assistant drafts for gemma4 models only/);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    // A llama model: the kind's check comes before the vocabularies are compared.
+    await expectRefusedAtCreate(h.srv.env, withDraft('gemma4-assistant.gguf', [
+      ['vision-text.gguf', /DRAFT cannot be used with this model: a gemma4-assistant drafts for gemma4 models only/],
+    ]));
   });
 });
 
@@ -120,7 +175,6 @@ describe('EAGLE3 head', () => {
     lines: [`DRAFT ${fixture('eagle3-head.gguf')}`, `FROM ${fixture('vision-mmproj.gguf')}`],
   };
   const h = useServer({ models: [eagle], env: { SPECD_NUM_PARALLEL: '1' } });
-  const ratio = (s) => s.accepted / s.drafted;
 
   test('/api/show names the draft kind', async () => {
     const r = await (await fetch(`${h.srv.url}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'e3' }) })).json();
@@ -144,67 +198,21 @@ describe('EAGLE3 head', () => {
   });
 
   test('seeded sampling and a JSON schema: the same answers drafting or not', async () => {
-    const { client } = h.srv;
-    const opts = { temperature: 0.9, top_k: 20, seed: 7, num_predict: 48 };
-    const on = await client.generate({ model: 'e3', prompt: 'Tell me', stream: false, options: { ...opts, draft_depth: 3 } });
-    const no = await client.generate({ model: 'e3', prompt: 'Tell me', stream: false, options: { ...opts, draft_num_predict: 0 } });
-    assert.equal(on.response, no.response);
-    assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
-    const format = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 }, ok: { type: 'boolean' } },
-      required: ['n', 'ok'] };
-    const a = await client.generate({ model: 'e3', prompt: 'Answer:', format, stream: false, options: depth(60) });
-    const b = await client.generate({ model: 'e3', prompt: 'Answer:', format, stream: false, options: off(60) });
-    assert.equal(a.response, b.response);
-    const j = JSON.parse(a.response);
-    assert.equal(typeof j.ok, 'boolean');
+    await expectSeededAndSchemaAsOff(h.srv.client, 'e3', 7, depth);
   });
 
   test('after an image and from the prompt cache: the same text, and the head drafts on', async () => {
-    const { client } = h.srv;
-    const images = [b64(bmp(64, 64, 5))];
-    const ask = (options) => client.chat({ model: 'e3', stream: false, options,
-      messages: [{ role: 'user', content: 'What is in this picture?', images }] });
-    const no = await ask(off(48));
-    const on = await ask(depth(48));
-    assert.equal(on.message.content, no.message.content);
-    assert.ok(on.speculation.drafted > 0 && ratio(on.speculation) > 0.4, JSON.stringify(on.speculation));
-
-    const first = { role: 'user', content: 'Name a colour. '.repeat(12) };
-    const a = await client.chat({ model: 'e3', stream: false, options: depth(24), messages: [first] });
-    const messages = [first, a.message, { role: 'user', content: 'And another?' }];
-    // The chat goes on in the sequence that holds it (the head's cache kept in place), then
-    // after another prompt took the sequence (the target's state restored from the cache,
-    // the head's started over).
-    const kept = await client.chat({ model: 'e3', stream: false, options: depth(32), messages });
-    await client.generate({ model: 'e3', prompt: 'Something else entirely', stream: false, options: off(8) });
-    const restored = await client.chat({ model: 'e3', stream: false, options: depth(32), messages });
-    const no2 = await client.chat({ model: 'e3', stream: false, options: off(32), messages });
-    assert.equal(kept.message.content, no2.message.content);
-    assert.equal(restored.message.content, no2.message.content);
-    assert.ok(restored.prompt_eval_count < 60, `prompt_eval_count ${restored.prompt_eval_count}`);
-    for (const r of [kept, restored]) assert.ok(ratio(r.speculation) > 0.4, JSON.stringify(r.speculation));
+    await expectAfterAnImageAsOff(h.srv.client, 'e3', depth);
+    await expectKeptAndRestoredAsOff(h.srv.client, 'e3', depth);
   });
 
   test('a head for another width, layers the model lacks or an architecture whose layers cannot be read is refused at create', async () => {
-    const { env } = h.srv;
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-eagle3-'));
-    try {
-      const file = path.join(dir, 'Modelfile');
-      const cases = [
-        ['deep.gguf', /DRAFT cannot be used with this model: the eagle3 head was made for a hidden size of 64, the model's is 128/],
-        ['qwen-vl-text.gguf', /DRAFT cannot be used with this model: an eagle3 head cannot read the layers of a qwen2vl model/],
-        // tiny.gguf is as wide, with 2 layers: the head reads layer 3.
-        ['tiny.gguf', /DRAFT cannot be used with this model: the eagle3 head reads layer 3, the model has 2/],
-      ];
-      for (const [from, message] of cases) {
-        fs.writeFileSync(file, `FROM ${fixture(from)}\nDRAFT ${fixture('eagle3-head.gguf')}\n`);
-        const r = await runCli(['create', 'wrong-eagle3', '-f', file], { env });
-        assert.notEqual(r.code, 0, from);
-        assert.match(r.stderr, message, from);
-      }
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    await expectRefusedAtCreate(h.srv.env, withDraft('eagle3-head.gguf', [
+      ['deep.gguf', /DRAFT cannot be used with this model: the eagle3 head was made for a hidden size of 64, the model's is 128/],
+      ['qwen-vl-text.gguf', /DRAFT cannot be used with this model: an eagle3 head cannot read the layers of a qwen2vl model/],
+      // tiny.gguf is as wide, with 2 layers: the head reads layer 3.
+      ['tiny.gguf', /DRAFT cannot be used with this model: the eagle3 head reads layer 3, the model has 2/],
+    ]));
   });
 });
 
@@ -212,7 +220,6 @@ describe('a model with an MTP layer of its own', () => {
   // glm4moe with one nextn layer, no DRAFT line: the model drafts with its layer by default.
   const mtp = { name: 'mtp', from: 'mtp.gguf', lines: [] };
   const h = useServer({ models: [mtp], env: { SPECD_NUM_PARALLEL: '1' } });
-  const ratio = (s) => s.accepted / s.drafted;
 
   test('/api/show names the draft kind', async () => {
     const r = await (await fetch(`${h.srv.url}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'mtp' }) })).json();
@@ -238,47 +245,16 @@ describe('a model with an MTP layer of its own', () => {
   });
 
   test('seeded sampling and a JSON schema: the same answers drafting or not', async () => {
-    const { client } = h.srv;
-    const opts = { temperature: 0.9, top_k: 20, seed: 11, num_predict: 48 };
-    const on = await client.generate({ model: 'mtp', prompt: 'Tell me', stream: false, options: { ...opts, draft_depth: 3 } });
-    const no = await client.generate({ model: 'mtp', prompt: 'Tell me', stream: false, options: { ...opts, draft_num_predict: 0 } });
-    assert.equal(on.response, no.response);
-    assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
-    const format = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 }, ok: { type: 'boolean' } },
-      required: ['n', 'ok'] };
-    const a = await client.generate({ model: 'mtp', prompt: 'Answer:', format, stream: false, options: depth(60) });
-    const b = await client.generate({ model: 'mtp', prompt: 'Answer:', format, stream: false, options: off(60) });
-    assert.equal(a.response, b.response);
-    assert.equal(typeof JSON.parse(a.response).ok, 'boolean');
+    await expectSeededAndSchemaAsOff(h.srv.client, 'mtp', 11, depth);
   });
 
   test('a vision projector for it is refused at create: its graph would stop the process on an image', async () => {
-    const { env } = h.srv;
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-mtp-'));
-    try {
-      const file = path.join(dir, 'Modelfile');
-      fs.writeFileSync(file, `FROM ${fixture('mtp.gguf')}\nFROM ${fixture('vision-mmproj.gguf')}\n`);
-      const r = await runCli(['create', 'mtp-vision', '-f', file], { env });
-      assert.notEqual(r.code, 0);
-      assert.match(r.stderr, /a glm4moe model without M-RoPE sections cannot take images/);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    await expectRefusedAtCreate(h.srv.env, [[`FROM ${fixture('mtp.gguf')}\nFROM ${fixture('vision-mmproj.gguf')}\n`,
+      /a glm4moe model without M-RoPE sections cannot take images/]]);
   });
 
   test('from the prompt cache: the same text, and its layer drafts on', async () => {
-    const { client } = h.srv;
-    const first = { role: 'user', content: 'Name a colour. '.repeat(12) };
-    const a = await client.chat({ model: 'mtp', stream: false, options: depth(24), messages: [first] });
-    const messages = [first, a.message, { role: 'user', content: 'And another?' }];
-    const kept = await client.chat({ model: 'mtp', stream: false, options: depth(32), messages });
-    await client.generate({ model: 'mtp', prompt: 'Something else entirely', stream: false, options: off(8) });
-    const restored = await client.chat({ model: 'mtp', stream: false, options: depth(32), messages });
-    const no = await client.chat({ model: 'mtp', stream: false, options: off(32), messages });
-    assert.equal(kept.message.content, no.message.content);
-    assert.equal(restored.message.content, no.message.content);
-    assert.ok(restored.prompt_eval_count < 60, `prompt_eval_count ${restored.prompt_eval_count}`);
-    for (const r of [kept, restored]) assert.ok(ratio(r.speculation) > 0.4, JSON.stringify(r.speculation));
+    await expectKeptAndRestoredAsOff(h.srv.client, 'mtp', depth);
   });
 });
 
@@ -289,7 +265,6 @@ describe('DFlash head', () => {
     lines: [`DRAFT ${fixture('dflash-head.gguf')}`, `FROM ${fixture('vision-mmproj.gguf')}`],
   };
   const h = useServer({ models: [dflash], env: { SPECD_NUM_PARALLEL: '1' } });
-  const ratio = (s) => s.accepted / s.drafted;
   // The fixture head's first drafted token is the one it dialed, the later ones guesses.
   const first = (n, extra = {}) => greedy(n, { draft_depth: 1, ...extra });
 
@@ -315,62 +290,20 @@ describe('DFlash head', () => {
   });
 
   test('seeded sampling and a JSON schema: the same answers drafting or not', async () => {
-    const { client } = h.srv;
-    const opts = { temperature: 0.9, top_k: 20, seed: 5, num_predict: 48 };
-    const on = await client.generate({ model: 'df', prompt: 'Tell me', stream: false, options: { ...opts, draft_depth: 3 } });
-    const no = await client.generate({ model: 'df', prompt: 'Tell me', stream: false, options: { ...opts, draft_num_predict: 0 } });
-    assert.equal(on.response, no.response);
-    assert.ok(on.speculation.drafted > 0, JSON.stringify(on.speculation));
-    const format = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 }, ok: { type: 'boolean' } },
-      required: ['n', 'ok'] };
-    const a = await client.generate({ model: 'df', prompt: 'Answer:', format, stream: false, options: greedy(60, { draft_depth: 3 }) });
-    const b = await client.generate({ model: 'df', prompt: 'Answer:', format, stream: false, options: off(60) });
-    assert.equal(a.response, b.response);
-    assert.equal(typeof JSON.parse(a.response).ok, 'boolean');
+    await expectSeededAndSchemaAsOff(h.srv.client, 'df', 5, depth);
   });
 
   test('after an image and from the prompt cache: the same text, and the head drafts on', async () => {
-    const { client } = h.srv;
-    const images = [b64(bmp(64, 64, 5))];
-    const ask = (options) => client.chat({ model: 'df', stream: false, options,
-      messages: [{ role: 'user', content: 'What is in this picture?', images }] });
-    const no = await ask(off(48));
-    const on = await ask(first(48));
-    assert.equal(on.message.content, no.message.content);
-    assert.ok(on.speculation.drafted > 0 && ratio(on.speculation) > 0.4, JSON.stringify(on.speculation));
-
-    const q = { role: 'user', content: 'Name a colour. '.repeat(12) };
-    const a = await client.chat({ model: 'df', stream: false, options: first(24), messages: [q] });
-    const messages = [q, a.message, { role: 'user', content: 'And another?' }];
-    const kept = await client.chat({ model: 'df', stream: false, options: first(32), messages });
-    await client.generate({ model: 'df', prompt: 'Something else entirely', stream: false, options: off(8) });
-    const restored = await client.chat({ model: 'df', stream: false, options: first(32), messages });
-    const no2 = await client.chat({ model: 'df', stream: false, options: off(32), messages });
-    assert.equal(kept.message.content, no2.message.content);
-    assert.equal(restored.message.content, no2.message.content);
-    assert.ok(restored.prompt_eval_count < 60, `prompt_eval_count ${restored.prompt_eval_count}`);
-    for (const r of [kept, restored]) assert.ok(ratio(r.speculation) > 0.4, JSON.stringify(r.speculation));
+    await expectAfterAnImageAsOff(h.srv.client, 'df', first);
+    await expectKeptAndRestoredAsOff(h.srv.client, 'df', first);
   });
 
   test('a head for another width, layers the model lacks or an architecture whose layers cannot be read is refused at create', async () => {
-    const { env } = h.srv;
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-e2e-dflash-'));
-    try {
-      const file = path.join(dir, 'Modelfile');
-      const cases = [
-        ['deep.gguf', /DRAFT cannot be used with this model: the dflash head was made for a hidden size of 64, the model's is 128/],
-        ['qwen-vl-text.gguf', /DRAFT cannot be used with this model: a dflash head cannot read the layers of a qwen2vl model/],
-        // tiny.gguf is as wide, with 2 layers: the head reads layers 2 and 3.
-        ['tiny.gguf', /DRAFT cannot be used with this model: the dflash head reads layer 2, the model has 2/],
-      ];
-      for (const [from, message] of cases) {
-        fs.writeFileSync(file, `FROM ${fixture(from)}\nDRAFT ${fixture('dflash-head.gguf')}\n`);
-        const r = await runCli(['create', 'wrong-dflash', '-f', file], { env });
-        assert.notEqual(r.code, 0, from);
-        assert.match(r.stderr, message, from);
-      }
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    await expectRefusedAtCreate(h.srv.env, withDraft('dflash-head.gguf', [
+      ['deep.gguf', /DRAFT cannot be used with this model: the dflash head was made for a hidden size of 64, the model's is 128/],
+      ['qwen-vl-text.gguf', /DRAFT cannot be used with this model: a dflash head cannot read the layers of a qwen2vl model/],
+      // tiny.gguf is as wide, with 2 layers: the head reads layers 2 and 3.
+      ['tiny.gguf', /DRAFT cannot be used with this model: the dflash head reads layer 2, the model has 2/],
+    ]));
   });
 });

@@ -452,6 +452,10 @@ int run_pair(const cli_options & opts) {
     return 0;
 }
 
+std::optional<std::string> optional_value(const cli_options & opts, const std::string & key) {
+    return opts.has(key) ? std::optional(opts.values.at(key)) : std::nullopt;
+}
+
 // A head's target (--target), every layer scaled by alpha: calibrated against itself with
 // every layer off (the head's function) to --agreement, or written at --alpha; quantized
 // after the calibration when asked.
@@ -505,8 +509,7 @@ int run_assistant(const cli_options & opts) {
     spec.target_seed = target.seed;
     if (opts.has("--hidden-weight")) spec.hidden_weight = parse_real(opts, "--hidden-weight", 0.0, 10.0);
     if (const std::string problem = gemma4_assistant_check(spec); !problem.empty()) throw usage_error(problem);
-    const std::optional<std::string> quantize =
-        opts.has("--quantize") ? std::optional(opts.values.at("--quantize")) : std::nullopt;
+    const std::optional<std::string> quantize = optional_value(opts, "--quantize");
 
     gemma4_assistant_write(out, vocab, spec);
     if (quantize) model_quantize_in_place(out, *quantize);
@@ -537,8 +540,7 @@ int run_eagle3(const cli_options & opts) {
         spec.uniform_attention = a == "uniform";
     }
     if (const std::string problem = eagle3_check(spec); !problem.empty()) throw usage_error(problem);
-    const std::optional<std::string> quantize =
-        opts.has("--quantize") ? std::optional(opts.values.at("--quantize")) : std::nullopt;
+    const std::optional<std::string> quantize = optional_value(opts, "--quantize");
 
     eagle3_write(out, vocab, spec);
     std::printf("wrote %s: %llu bytes, eagle3, n_vocab %u, n_embd %u (target %u), layers %u %u %u, "
@@ -563,8 +565,7 @@ int run_dflash(const cli_options & opts) {
     spec.target_seed = target.seed;
     spec.layers      = eagle3_default_layers(target.hparams.n_layer);
     if (const std::string problem = dflash_check(spec); !problem.empty()) throw usage_error(problem);
-    const std::optional<std::string> quantize =
-        opts.has("--quantize") ? std::optional(opts.values.at("--quantize")) : std::nullopt;
+    const std::optional<std::string> quantize = optional_value(opts, "--quantize");
 
     dflash_write(out, vocab, spec);
     std::printf("wrote %s: %llu bytes, dflash, n_vocab %u, n_embd %u, layers %u %u %u, block %u, mask token %u, "
@@ -585,8 +586,7 @@ int run_mtp(const cli_options & opts) {
     model.hparams.scaled_from_layer = 0; // every layer: at alpha 0 the trunk is the MTP layer's function
     if (opts.has("--hidden-weight")) model.mtp.hidden_weight = parse_real(opts, "--hidden-weight", 0.0, 10.0);
     if (const std::string problem = glm4moe_check(model); !problem.empty()) throw usage_error(problem);
-    const std::optional<std::string> quantize =
-        opts.has("--quantize") ? std::optional(opts.values.at("--quantize")) : std::nullopt;
+    const std::optional<std::string> quantize = optional_value(opts, "--quantize");
     std::printf("glm4moe with one MTP layer: %u experts of %u, hidden weight %g, attention weight %g\n",
                 model.mtp.n_expert, model.mtp.n_ff_exp, model.mtp.hidden_weight, model.mtp.attention_weight);
     return calibrate_head_target(opts, vocab, model, &glm4moe_model_write, out, quantize);
