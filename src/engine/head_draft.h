@@ -46,6 +46,9 @@ struct HeadJob {
 
 class HeadDraft {
   public:
+    // Pairs a sequence keeps waiting while it drafts nothing (feed's `defer`), at most.
+    static constexpr size_t k_backlog_max = 32;
+
     // Sequence `seq` of `ctx` (the target's sequence of the same id).
     HeadDraft(std::shared_ptr<HeadContext> ctx, llama_seq_id seq);
 
@@ -67,7 +70,8 @@ class HeadDraft {
     // decodes for all sequences at once (HeadContext::decode(false)); others need nothing.
     // `defer` (a round that drafted nothing): the pairs wait in the sequence's backlog, decoded
     // with the next pairs fed or before the next draft, so that a request whose depth
-    // controller stopped drafting does not pay a head decode every step. false when a decode
+    // controller stopped drafting does not pay a head decode every step (only the most recent
+    // pairs wait: keep_recent_backlog). false when a decode
     // of a full batch failed.
     bool feed(const llama_batch & batch, int32_t first, int32_t n, bool defer = false);
     // Then: the target's row at batch index `idx` chose the token that follows what `kv` now
@@ -96,6 +100,7 @@ class HeadDraft {
     // Adds the backlog to the context's batch, oldest first; false when a decode failed.
     bool flush_backlog();
     void keep_backlog(size_t n); // its first n pairs
+    void keep_recent_backlog();  // its last k_backlog_max pairs, the cache forgotten if any went
 
 
     std::shared_ptr<HeadContext> ctx_;

@@ -13,7 +13,12 @@ constexpr double k_alpha_base = 0.5;
 // How many observations' worth the prior's cost ratios weigh against measured times. Small:
 // they only decide what the measurements cannot (e.g. the t_1 / c_v split when every round
 // verified the same number of positions).
-constexpr double k_cost_prior_weight = 1.0;
+constexpr double k_cost_prior_weight = 0.25;
+// How many one-token steps the model's timed step time weighs in a new request: enough to
+// hold t_1 while the request drafts every round, little beside its own steps at depth 0.
+constexpr double k_step_prior_weight = 2.0;
+// Below this weight of one-token steps a drafting request takes a round without drafts to time one.
+constexpr double k_one_step_min_weight = 0.5;
 // The pool's counts weigh this much against the request's own. They include the request's
 // own rounds, so with one request running the estimate is the same and only its spread
 // narrows; with b requests the others' rounds steady it.
@@ -33,20 +38,59 @@ double blend(double prior, double measured, double evidence, double evidence_hal
 
 } // namespace
 
+// Solves the n x n system a * z = b in place (Gaussian elimination with partial pivoting);
+// false when it is singular.
+template <int N> bool solve(double (&a)[N][N], double (&b)[N], int n) {
+    for (int c = 0; c < n; ++c) {
+        int p = c;
+        for (int r = c + 1; r < n; ++r) {
+            if (std::abs(a[r][c]) > std::abs(a[p][c])) p = r;
+        }
+        if (std::abs(a[p][c]) < 1e-300) return false;
+        std::swap(a[p], a[c]);
+        std::swap(b[p], b[c]);
+        for (int r = c + 1; r < n; ++r) {
+            const double f = a[r][c] / a[c][c];
+            for (int k = c; k < n; ++k) a[r][k] -= f * a[c][k];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c) {
+        for (int k = c + 1; k < n; ++k) b[c] -= a[c][k] * b[k];
+        b[c] /= a[c][c];
+    }
+    return true;
+}
+
 void DepthController::WeightedSums::fade(double f) {
     w *= f;
+    d *= f;
     x *= f;
     y *= f;
     xx *= f;
+    dy *= f;
     xy *= f;
 }
 
-void DepthController::WeightedSums::add(double xi, double yi) {
-    w += 1.0;
-    x += xi;
-    y += yi;
-    xx += xi * xi;
-    xy += xi * yi;
+void DepthController::WeightedSums::add(double xi, double yi, double weight) {
+    const double di = xi > 0.0 ? 1.0 : 0.0;
+    w += weight;
+    d += weight * di;
+    x += weight * xi;
+    y += weight * yi;
+    xx += weight * xi * xi;
+    dy += weight * di * yi;
+    xy += weight * xi * yi;
+}
+
+void DepthController::WeightedSums::merge(const WeightedSums & o) {
+    w += o.w;
+    d += o.d;
+    x += o.x;
+    y += o.y;
+    xx += o.xx;
+    dy += o.dy;
+    xy += o.xy;
 }
 
 DepthController::DepthController(const DepthPrior & prior, std::optional<int> draft_num_predict,
@@ -67,8 +111,15 @@ DepthController::DepthController(const DepthPrior & prior, std::optional<int> dr
     forced_a_           = fp * fw;
     forced_b_           = (1.0 - fp) * fw;
 
+    if (prior.step_s > 0.0) verify_zero_.add(0.0, prior.step_s, k_step_prior_weight);
+
     zero_streak_   = std::max(0, prior.zero_streak);
     failed_probes_ = std::clamp(prior.failed_probes, 0, 16);
+    // The model's last request ended parked at 0 with probes confirming it: this one starts
+    // there too. Exploring would draft its first rounds on optimism alone and restart the
+    // probes' back-off (4 probes per 128-token answer instead of 1, each about a step's time
+    // with an EAGLE3 head at agreement 0.6); the probes go on where the last request left them.
+    explore_ = failed_probes_ == 0;
 
     stats_.drafted_per_position.assign(size_t(config_.k_max), 0);
     stats_.accepted_per_position.assign(size_t(config_.k_max), 0);
@@ -91,41 +142,61 @@ double DepthController::alpha_plan() const {
     const double b    = beta_b();
     const double mean = a / (a + b);
     const double sd   = std::sqrt(a * b / ((a + b) * (a + b) * (a + b + 1.0)));
-    const double left = config_.explore_rounds > 0
+    const double left = config_.explore_rounds > 0 && explore_
                             ? 1.0 - double(drafting_rounds_) / double(config_.explore_rounds)
                             : 0.0;
     return std::min(mean + config_.explore_z * std::max(0.0, left) * sd, 1.0);
 }
 
-// Ridge regression of verify time on drafted positions, pulled towards the prior's ratio
-// c_v = verify_cost * t_1 with weight k_cost_prior_weight: minimise
-//   sum w (y - t_1 - c_v x)^2 + lambda (c_v - rho t_1)^2.
+// Ridge regression of verify time on (1, d, x), z = (t_1, o, c_v), each cost pulled towards
+// the prior's ratio to t_1 with weight k_cost_prior_weight: minimise
+//   sum w (y - t_1 - o d - c_v x)^2 + lambda (o - rho_o t_1)^2 + lambda (c_v - rho_v t_1)^2.
+// A cost that comes out negative (noise: more positions never make a step cheaper) is fixed at
+// 0 and the rest fitted again.
 DepthCosts DepthController::costs() const {
     WeightedSums s = verify_zero_;
-    s.w += verify_drafting_.w;
-    s.x += verify_drafting_.x;
-    s.y += verify_drafting_.y;
-    s.xx += verify_drafting_.xx;
-    s.xy += verify_drafting_.xy;
+    s.merge(verify_drafting_);
     if (s.w <= 0.0) {
         return {};
     }
 
     const double lambda = k_cost_prior_weight;
-    const double rho    = std::max(0.0, prior_.verify_cost);
-    const double a      = s.w + lambda * rho * rho;
-    const double b      = s.x - lambda * rho;
-    const double c      = s.xx + lambda;
-    const double det    = a * c - b * b; // > 0: s.w > 0 and lambda > 0
+    const double rho_o  = std::max(0.0, prior_.overhead_cost);
+    const double rho_v  = std::max(0.0, prior_.verify_cost);
+    const double full_a[3][3] = {{s.w + lambda * (rho_o * rho_o + rho_v * rho_v), s.d - lambda * rho_o, s.x - lambda * rho_v},
+                                 {s.d - lambda * rho_o, s.d + lambda, s.x},
+                                 {s.x - lambda * rho_v, s.x, s.xx + lambda}};
+    const double full_b[3]    = {s.y, s.dy, s.xy};
+
+    double z[3]      = {s.y / s.w, 0.0, 0.0};
+    bool   free[3] = {true, true, true};
+    for (int pass = 0; pass < 3; ++pass) {
+        int    idx[3];
+        int    n = 0;
+        for (int i = 0; i < 3; ++i) {
+            if (free[i]) idx[n++] = i;
+        }
+        double a[3][3], b[3];
+        for (int r = 0; r < n; ++r) {
+            b[r] = full_b[idx[r]];
+            for (int c = 0; c < n; ++c) a[r][c] = full_a[idx[r]][idx[c]];
+        }
+        if (!solve(a, b, n)) break;
+        z[0] = z[1] = z[2] = 0.0;
+        for (int r = 0; r < n; ++r) z[idx[r]] = b[r];
+        // The most negative cost goes first: the others may recover once it is fixed.
+        int worst = -1;
+        for (int i = 1; i < 3; ++i) {
+            if (free[i] && z[i] < 0.0 && (worst < 0 || z[i] < z[worst])) worst = i;
+        }
+        if (worst < 0) break;
+        free[worst] = false;
+    }
 
     DepthCosts out;
-    out.t_1 = (s.y * c - b * s.xy) / det;
-    out.c_v = (a * s.xy - b * s.y) / det;
-    if (out.c_v < 0.0) { // noise: verifying more positions never makes a step cheaper
-        out.c_v = 0.0;
-        out.t_1 = s.y / s.w;
-    }
-    out.t_1 = std::max(out.t_1, 1e-3 * s.y / s.w);
+    out.t_1 = std::max(z[0], 1e-3 * s.y / s.w);
+    out.o   = std::max(0.0, z[1]);
+    out.c_v = std::max(0.0, z[2]);
 
     const double d_prior = std::max(0.0, prior_.draft_cost) * out.t_1;
     out.c_d = (draft_s_ + k_cost_prior_weight * d_prior) / (draft_n_ + k_cost_prior_weight);
@@ -139,12 +210,15 @@ double DepthController::forced_p() const {
 // Expected tokens per second of a round verifying m forced tokens and then k drafts: the
 // forced run is accepted token by token with probability p, and the drafts are judged only
 // behind a fully accepted forced run, so their value is discounted by p^m.
-//   tokens = 1 + (p + ... + p^m) + p^m (a + ... + a^k),  time = t_1 + m c_v + k (c_d + c_v)
+//   tokens = 1 + (p + ... + p^m) + p^m (a + ... + a^k),
+//   time   = t_1 + [m + k > 0] o + m c_v + k (c_d + c_v)
 DepthController::RoundPlan DepthController::best_round(int forced_min, int forced_max) const {
     double t_1 = 1.0; // only ratios matter; before any measurement the prior's ratios stand
     double c_d = std::max(0.0, prior_.draft_cost), c_v = std::max(0.0, prior_.verify_cost);
+    double o   = std::max(0.0, prior_.overhead_cost);
     if (const DepthCosts m = costs(); m.t_1 > 0.0) {
         t_1 = m.t_1;
+        o   = m.o;
         c_d = m.c_d;
         c_v = m.c_v;
     }
@@ -152,9 +226,13 @@ DepthController::RoundPlan DepthController::best_round(int forced_min, int force
     // c_v, shared by all of them, while each extra position delays every one: for the batch's
     // total rate, a request weighs its positions against its share of the step (at the
     // optimum each request's marginal tokens per position equal the batch's rate times c_v).
-    // So depth shrinks as load grows.
+    // So depth shrinks as load grows. Such a step has several positions anyway: the fixed
+    // cost o is the batch's, paid whatever this request drafts.
     const double b = double(std::max(1, batch_size_));
-    t_1            = (t_1 + (b - 1.0) * c_v) / b;
+    if (b > 1.0) {
+        t_1 = (t_1 + o + (b - 1.0) * c_v) / b;
+        o   = 0.0;
+    }
     const double a = alpha_plan(), p = forced_p();
     RoundPlan    best{forced_min, 0};
     double       best_rate = -1.0;
@@ -171,7 +249,8 @@ DepthController::RoundPlan DepthController::best_round(int forced_min, int force
                 a_k *= a;
                 draft_sum += a_k;
             }
-            const double rate = (1.0 + forced_sum + p_m * draft_sum) / (t_1 + m * c_v + k * (c_d + c_v));
+            const double fixed = m + k > 0 ? o : 0.0;
+            const double rate  = (1.0 + forced_sum + p_m * draft_sum) / (t_1 + fixed + m * c_v + k * (c_d + c_v));
             if (rate > best_rate) {
                 best      = {m, k};
                 best_rate = rate;
@@ -217,8 +296,17 @@ int DepthController::plan(int forced) {
     // Behind a forced run the drafts are worth less (judged only if it is accepted).
     forced = std::clamp(forced, 0, config_.forced_max);
     if (const int k = best_round(forced, forced).k; k > 0) {
+        // Alone in the batch, with no one-token step timed yet (this request's or the model's
+        // earlier ones'), t_1 cannot be told from the fixed cost o: one round without drafts
+        // times it (it is kept while the request drafts).
+        if (forced == 0 && batch_size_ == 1 && drafting_rounds_ > 0 &&
+            verify_zero_.w - verify_zero_.d < k_one_step_min_weight) {
+            return 0;
+        }
+        // The back-off starts over once a round has shown that drafting pays (observe), not
+        // on a plan alone: a request that starts on the model's stale costs may draft a round
+        // and park again, and its probes go on at the interval they had reached.
         zero_streak_   = 0;
-        failed_probes_ = 0;
         probe_again_   = false;
         return k;
     }
@@ -289,12 +377,17 @@ void DepthController::observe(const RoundObservation & round) {
         sums.fade(config_.cost_forget);
         sums.add(double(x), round.verify_s);
         cost_rounds_++;
+        if (x == 0) {
+            one_step_s_ += round.verify_s;
+            one_steps_++;
+        }
     }
     if (drafted > 0 && round.draft_s >= 0.0) {
         draft_s_ = config_.cost_forget * draft_s_ + round.draft_s;
         draft_n_ = config_.cost_forget * draft_n_ + drafted;
     }
 
+    if (judged > 0 && !probe_pending_ && best_k() > 0) failed_probes_ = 0;
     if (probe_pending_) {
         probe_pending_ = false;
         stats_.probes++;
@@ -334,7 +427,14 @@ void DepthController::fold_into(DepthPrior & prior) const {
         if (verify_drafting_.w > 0.0) {
             prior.verify_cost =
                 blend(prior.verify_cost, m.c_v / m.t_1, double(cost_rounds_), k_fold_rounds);
+            prior.overhead_cost =
+                blend(prior.overhead_cost, m.o / m.t_1, double(cost_rounds_), k_fold_rounds);
         }
+    }
+    if (one_steps_ > 0) {
+        const double measured = one_step_s_ / double(one_steps_);
+        prior.step_s          = prior.step_s > 0.0 ? blend(prior.step_s, measured, double(one_steps_), k_fold_rounds)
+                                                   : measured;
     }
     prior.zero_streak   = zero_streak_;
     prior.failed_probes = failed_probes_;

@@ -5,7 +5,9 @@
 // Model: each draft position is accepted with probability alpha until the first
 // rejection, so a round with k drafts yields E[tokens | k] = (1 - alpha^(k+1)) / (1 - alpha)
 // tokens (the accepted prefix plus the target's own bonus/correction token) and costs
-// time(k) = t_1 + k * (c_d + c_v). plan() picks the k in 0..cap with the highest
+// time(k) = t_1 + [k > 0] * o + k * (c_d + c_v): a step of several positions costs a fixed o
+// more than a one-token step (the target leaves its one-token path; a head's own cache is fed
+// only after rounds that drafted). plan() picks the k in 0..cap with the highest
 // E[tokens | k] / time(k), and keeps probing while that is 0 so it never parks there.
 #include "spec/acceptance_pool.h"
 
@@ -45,6 +47,11 @@ struct DepthPrior {
     double  alpha_weight = 4.0;  // pseudo-trials behind `alpha`: small, a request adapts fast
     double  draft_cost   = 0.05; // c_d / t_1
     double  verify_cost  = 0.05; // c_v / t_1
+    double  overhead_cost = 0.1; // o / t_1
+    // A one-token step in seconds, as the model's requests timed it (0: not yet). The one
+    // absolute number: a request that drafts from its first round never times a step without
+    // drafts, and without it t_1 and o could not be told apart.
+    double  step_s       = 0.0;
     int64_t requests     = 0;    // requests folded in
     // Per-token acceptance of grammar-forced tokens, and its pseudo-trials: optimistic until
     // the model's requests have measured it (a target that spells forced text its own way
@@ -99,6 +106,7 @@ struct DepthStats {
 // Estimated costs in seconds; t_1 = 0 until the first observation.
 struct DepthCosts {
     double t_1 = 0.0; // target step for one position
+    double o   = 0.0; // a step of several positions costs this more, once
     double c_d = 0.0; // per drafted token
     double c_v = 0.0; // per extra verified position
 };
@@ -159,26 +167,32 @@ class DepthController {
     double  acc_a_           = 0.0;
     double  acc_b_           = 0.0;
     int64_t drafting_rounds_ = 0;
+    bool    explore_         = true; // alpha_plan's optimism while drafting_rounds_ is small
     int64_t successes_       = 0; // unfaded, for fold_into
     int64_t failures_        = 0;
     // The Beta's parameters: the base, the request's faded counts and a share of the pool's.
     double  beta_a() const;
     double  beta_b() const;
 
-    // Exponentially weighted sums for regressing y on x.
+    // Exponentially weighted sums for regressing y on d = [x > 0] and x (d * x = x, d * d = d).
     struct WeightedSums {
-        double w = 0.0, x = 0.0, y = 0.0, xx = 0.0, xy = 0.0;
+        double w = 0.0, d = 0.0, x = 0.0, y = 0.0, xx = 0.0, dy = 0.0, xy = 0.0;
         void   fade(double f);
-        void   add(double xi, double yi);
+        void   add(double xi, double yi, double weight = 1.0);
+        void   merge(const WeightedSums & o);
     };
-    // Verify time = t_1 + x * c_v, x = drafted positions. Rounds with and without drafts
-    // fade separately, so a long stretch at depth 0 keeps what was learned about c_v.
+    // Verify time = t_1 + [x > 0] * o + x * c_v, x = the step's positions beyond its first.
+    // Rounds with and without drafts fade separately, so a long stretch at depth 0 keeps what
+    // was learned about o and c_v.
     WeightedSums verify_zero_;
     WeightedSums verify_drafting_;
     // Draft cost as a weighted ratio: seconds / drafted tokens.
     double       draft_s_     = 0.0;
     double       draft_n_     = 0.0;
     int64_t      cost_rounds_ = 0;
+    // This request's own one-token steps (unfaded), for the prior's step_s.
+    double       one_step_s_  = 0.0;
+    int64_t      one_steps_   = 0;
 
     // Probing out of depth 0.
     int  zero_streak_   = 0;     // plans at 0 since the last draft or probe

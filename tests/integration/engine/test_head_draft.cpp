@@ -245,6 +245,9 @@ struct OwnCacheRun {
         ctx(std::make_shared<HeadContext>(f.kind == DraftKind::mtp ? target : fixtures::shared_model(f.head), f.kind,
                                           *target, tctx.ctx.get(), k_ctx, 1, 256)),
         kv(tctx.ctx.get(), 0), head(ctx, 0) {
+        // llama.cpp's default of 4 threads spins at its barriers on a 2-core machine: these
+        // contexts decode a token or a few at a time.
+        llama_set_n_threads(tctx.ctx.get(), 1, 1);
         SamplingOptions sampling = fixtures::greedy(1).sampling;
         sampling.temperature     = 1.0f; // distributions to compare, not point masses
         head.begin_request(sampling, &cancel);
@@ -357,4 +360,54 @@ TEST(HeadDraftEagle3, ACacheFedRoundByRoundHoldsWhatOneFeedOfTheHistoryGives) {
 
 TEST(HeadDraftMtp, ACacheFedRoundByRoundHoldsWhatOneFeedOfTheHistoryGives) {
     expect_fed_round_by_round_as_at_once(k_mtp, 2e-5);
+}
+
+// A sequence parked at depth 0 for longer than the backlog holds: only the most recent
+// HeadDraft::k_backlog_max pairs wait, and its cache starts over with them (the round that
+// drafts again decodes those, not every pair since the last draft). The uniform-attention head
+// weighs every pair in its cache alike: a pair more or less, or the prompt's pairs kept, moves
+// its distribution far beyond the tolerance.
+TEST(HeadDraftEagle3, AParkedSequenceKeepsItsMostRecentPairsOnly) {
+    const HeadFixture f{"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3};
+    const size_t      window = HeadDraft::k_backlog_max;
+    OwnCacheRun       inc(f);
+    inc.history = inc.target->tokenize("Once upon a time, in a land far away,", true, true);
+    {
+        const auto prompt  = inc.history;
+        const auto choices = inc.decode(prompt);
+        inc.keep(prompt, prompt.size());
+        inc.history.push_back(choices.back());
+    }
+    for (size_t round = 0; round < window + 8; ++round) {
+        const std::vector<llama_token> tokens{inc.history.back()};
+        const auto                     choices = inc.decode(tokens, /*defer=*/true);
+        inc.keep(tokens, 1);
+        inc.history.push_back(choices[0]);
+    }
+
+    // The reference: the target reads the same history; the head is fed only its last
+    // `window` pairs (its cache forgotten before them).
+    OwnCacheRun once(f);
+    once.history = inc.history;
+    const std::vector<llama_token> read(once.history.begin(), once.history.end() - 1);
+    const size_t                   split = read.size() - window - 1;
+    const std::vector<llama_token> before(read.begin(), read.begin() + std::ptrdiff_t(split));
+    const std::vector<llama_token> after(read.begin() + std::ptrdiff_t(split), read.end());
+    once.decode(before);
+    once.keep(before, before.size());
+    once.head.forget();
+    once.decode(after);
+    once.keep(after, after.size());
+
+    const spec::Proposal a = inc.propose(1);
+    const spec::Proposal b = once.propose(1);
+    ASSERT_EQ(a.dists.size(), 1u);
+    ASSERT_EQ(b.dists.size(), 1u);
+    const spec::TokenDist & qa = a.dists[0];
+    const spec::TokenDist & qb = b.dists[0];
+    ASSERT_FALSE(qa.ids.empty());
+    for (size_t i = 0; i < std::min<size_t>(qa.ids.size(), 5); ++i) {
+        EXPECT_NEAR(qa.probs[i], qb.prob_of(qa.ids[i]), 2e-3) << "candidate " << i;
+    }
+    EXPECT_EQ(a.tokens, b.tokens);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // A deterministic stand-in for a drafter + target pair: each draft position is accepted with
-// probability alpha until the first rejection; times are t_1 + n * c_v to verify and
-// n * c_d to draft, with a little multiplicative jitter. Seeded, and independent of the
+// probability alpha until the first rejection; times are t_1 + n * c_v to verify (plus
+// `overhead` when n > 0) and n * c_d to draft, with a little multiplicative jitter. Seeded, and independent of the
 // standard library's distributions, so every platform sees the same rounds.
 #include "spec/acceptance_pool.h"
 #include "spec/depth_controller.h"
@@ -18,6 +18,9 @@ struct SimParams {
     double c_v      = 0.0005;
     double jitter   = 0.05;  // +- relative noise on every measured time
     double coverage = 1.0;   // chance that the drafter has a next draft at all (n-gram misses)
+    // What a step verifying more than one position costs beyond t_1 + n * c_v (a one-token
+    // step takes a cheaper path, and a head's cache is fed only when it drafted).
+    double overhead = 0.0;
 };
 
 class SimDrafter {
@@ -28,7 +31,10 @@ class SimDrafter {
     const SimParams & params() const { return p_; }
 
     // The step of a batch whose requests verify `positions` in all: t_1 + (positions - 1) c_v.
-    double step_time(int positions) { return (p_.t_1 + (positions - 1) * p_.c_v) * noise(); }
+    double step_time(int positions) { return step_cost(p_, positions) * noise(); }
+    static double step_cost(const SimParams & p, int positions) {
+        return p.t_1 + (positions > 1 ? p.overhead : 0.0) + (positions - 1) * p.c_v;
+    }
 
     RoundObservation round(int k) {
         RoundObservation r;
@@ -40,13 +46,13 @@ class SimDrafter {
             r.n_accepted++;
         }
         r.draft_s  = r.n_drafted * p_.c_d * noise();
-        r.verify_s = (p_.t_1 + r.n_drafted * p_.c_v) * noise();
+        r.verify_s = step_cost(p_, 1 + r.n_drafted) * noise();
         return r;
     }
 
     // What the round really cost; throughput is measured on this, not on the jittered times.
     double cost(const RoundObservation & r) const {
-        return p_.t_1 + r.n_drafted * (p_.c_d + p_.c_v);
+        return step_cost(p_, 1 + r.n_drafted) + r.n_drafted * p_.c_d;
     }
 
   private:
@@ -134,7 +140,7 @@ inline Throughput run_batch(const SimParams & p, int batch, int tokens, int wave
                 dcs[size_t(i)].observe(r);
                 if (made[size_t(i)] >= tokens) dcs[size_t(i)].fold_into(prior);
             }
-            t.seconds += p.t_1 + (positions - 1) * p.c_v;
+            t.seconds += SimDrafter::step_cost(p, positions);
             if (pool) pool->end_step();
         }
     }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <vector>
 
+using specd::spec::AcceptancePool;
 using specd::spec::DepthConfig;
 using specd::spec::DepthController;
 using specd::spec::DepthPrior;
@@ -34,6 +35,14 @@ DepthPrior zero_prior(double weight = 4.0) {
     DepthPrior prior;
     prior.alpha        = 0.0;
     prior.alpha_weight = weight;
+    return prior;
+}
+
+// A model whose earlier requests timed its one-token step: a request that drafts every round
+// needs no round of its own without drafts to tell t_1 from the fixed cost.
+DepthPrior timed_prior(double step_s) {
+    DepthPrior prior;
+    prior.step_s = step_s;
     return prior;
 }
 
@@ -279,7 +288,7 @@ TEST(DepthController, DraftNumPredictZeroDisablesDrafting) {
 // as "= k" (a rejection right after) would settle alpha at k / (k + 1) = 2/3 here; the
 // censored estimate keeps rising towards 1, and the depth grows with it.
 TEST(DepthController, FullAcceptsAreCensored) {
-    DepthController dc{DepthPrior{}};
+    DepthController dc{timed_prior(0.010)};
     double          prev = dc.alpha();
     for (int i = 0; i < 60; ++i) {
         RoundObservation r;
@@ -322,6 +331,78 @@ TEST(DepthController, LearnsCosts) {
     EXPECT_NEAR(c.t_1, p.t_1, 0.05 * p.t_1);
     EXPECT_NEAR(c.c_d, p.c_d, 0.1 * p.c_d);
     EXPECT_NEAR(c.c_v, p.c_v, 0.1 * p.c_v);
+}
+
+// A step verifying more than one position costs a fixed amount more than a one-token step:
+// the target leaves its one-token path, and a head's own cache is fed only after rounds that
+// drafted. The EAGLE3 bench pair at agreement 0.6 on 2 cores (t_1 24 ms, that overhead 10 ms,
+// 1.5 ms per verified and 4 ms per drafted token, alpha 0.53): every depth loses against none,
+// by 3-7%. A cost model without the fixed part fits it into t_1 and c_v, takes depth 1 or 2 to
+// pay, and drafted its way to 0.92-0.95x of spec-off.
+SimParams overhead_params(double alpha) {
+    SimParams p;
+    p.alpha    = alpha;
+    p.t_1      = 0.024;
+    p.overhead = 0.010;
+    p.c_v      = 0.0015;
+    p.c_d      = 0.004;
+    return p;
+}
+
+TEST(DepthController, ParksWhenARoundsFixedCostEatsTheGain) {
+    const SimParams p = overhead_params(0.53);
+    for (const uint64_t seed : {31, 32, 33}) {
+        DepthController  dc{DepthPrior{}};
+        SimDrafter       sim(p, seed);
+        const Throughput t = run_controller(dc, sim, 100, 2000);
+        SCOPED_TRACE(testing::Message() << "seed " << seed);
+        EXPECT_GE(t.per_second(), 0.98 * run_fixed(p, 0, 2000, seed).per_second());
+        EXPECT_GE(dc.stats().zero_k_rounds, dc.stats().rounds * 9 / 10);
+    }
+}
+
+// The same costs with a head that agrees 0.87 of the time: drafting pays (best fixed depth
+// 6, 1.7x over none), and the fixed part makes deep rounds better than shallow ones.
+TEST(DepthController, DraftsDeepWhenTheFixedCostIsPaidFor) {
+    const SimParams p = overhead_params(0.87);
+    double best = 0.0;
+    for (int k = 0; k <= 16; ++k) best = std::max(best, run_fixed(p, k, 2000, 34).per_second());
+    DepthController  dc{DepthPrior{}};
+    SimDrafter       sim(p, 34);
+    const Throughput t = run_controller(dc, sim, 100, 2000);
+    EXPECT_GE(t.per_second(), 0.95 * best);
+    EXPECT_GE(dc.stats().mean_k(), 4.0);
+}
+
+TEST(DepthController, LearnsTheFixedCostOfARound) {
+    DepthController dc{DepthPrior{}};
+    SimParams       p = overhead_params(0.7);
+    SimDrafter      sim(p, 35);
+    for (int i = 0; i < 400; ++i) dc.observe(sim.round(i % 7));
+    const auto c = dc.costs();
+    EXPECT_NEAR(c.t_1, p.t_1, 0.05 * p.t_1);
+    // Each cost fitted over ~20 faded rounds of 5% jitter: 9-10 ms and 1.5-1.8 ms over seeds.
+    EXPECT_NEAR(c.o, p.overhead, 0.15 * p.overhead);
+    EXPECT_NEAR(c.c_v, p.c_v, 0.25 * p.c_v);
+}
+
+// A request that drafts from its first round never times a one-token step: the model's
+// earlier requests did, and that anchors its t_1 (fitted from rounds of one depth alone, the
+// fixed cost and t_1 cannot be told apart).
+TEST(DepthController, TheModelsStepTimeAnchorsARequestThatNeverParks) {
+    const SimParams p = overhead_params(0.53);
+    DepthPrior      prior;
+    {
+        DepthController dc{prior};
+        SimDrafter      sim(p, 36);
+        for (int i = 0; i < 300; ++i) dc.observe(sim.round(i % 4));
+        dc.fold_into(prior);
+    }
+    EXPECT_NEAR(prior.step_s, p.t_1, 0.05 * p.t_1);
+    DepthController dc{prior};
+    SimDrafter      sim(p, 37);
+    for (int i = 0; i < 60; ++i) dc.observe(sim.round(1));
+    EXPECT_NEAR(dc.costs().t_1, p.t_1, 0.1 * p.t_1);
 }
 
 // In a batch whose requests draft alike, the step's time grows with every request's positions:
@@ -465,7 +546,7 @@ TEST(DepthController, ForcedTextFollowsItsAcceptance) {
 // Drafts behind a forced run are judged only if the whole run is accepted: with good drafts
 // and a target that often spells forced text its own way, the round drafts without it.
 TEST(DepthController, ForcedRunsDoNotBlockGoodDrafts) {
-    DepthController dc{DepthPrior{}};
+    DepthController dc{timed_prior(0.020)};
     for (int i = 0; i < 80; ++i) {
         RoundObservation r;
         r.k_planned         = 4;
@@ -573,6 +654,51 @@ TEST(DepthController, ProbeScheduleCarriesAcrossRequests) {
     const int expected = 640 / DepthConfig{}.probe_interval_max;
     EXPECT_LE(probes_late, expected + 4);
     EXPECT_GE(probes_late, std::max(1, expected - 3)); // and it never stops probing
+}
+
+// A request after one that ended parked starts parked: it neither explores its first rounds
+// on optimism nor restarts the probes' back-off from its shortest interval (which gave 4
+// probes per 128-token answer, each about a step's time, where 1 does).
+TEST(DepthController, ARequestAfterAParkedOneStartsParked) {
+    // As in the server: one prior and one acceptance pool per model, across its requests.
+    const SimParams p = overhead_params(0.45);
+    DepthPrior      prior;
+    AcceptancePool  pool;
+    const auto      request = [&](uint64_t seed, int rounds) {
+        DepthController dc(prior, std::nullopt, DepthConfig{}, &pool);
+        SimDrafter      sim(p, seed);
+        for (int i = 0; i < rounds; ++i) {
+            dc.observe(sim.round(dc.plan()));
+            pool.end_step();
+        }
+        dc.fold_into(prior);
+        return dc.stats();
+    };
+    request(40, 400);
+    request(41, 400);
+    ASSERT_GT(prior.failed_probes, 0);
+    const auto stats = request(42, 128);
+    EXPECT_LE(stats.rounds - stats.zero_k_rounds, 1);
+}
+
+// A request may start on the model's costs from before they were known well and draft its
+// first round; when that round parks it again, its probes go on at the interval the model's
+// probes had reached instead of starting over at the shortest.
+TEST(DepthController, ADraftingPlanAloneDoesNotRestartTheBackOff) {
+    const SimParams p = overhead_params(0.45);
+    DepthPrior      prior; // costs as if drafting were nearly free, probes well backed off
+    prior.alpha         = 0.45;
+    prior.step_s        = p.t_1;
+    prior.overhead_cost = 0.0;
+    prior.verify_cost   = 0.01;
+    prior.draft_cost    = 0.01;
+    prior.failed_probes = 4;
+    DepthController dc{prior};
+    SimDrafter      sim(p, 43);
+    EXPECT_GT(dc.plan(), 0);
+    dc.observe(sim.round(1));
+    run_controller(dc, sim, 0, 127);
+    EXPECT_LE(dc.stats().rounds - dc.stats().zero_k_rounds, 3);
 }
 
 // options.draft_depth: every round drafts that many whatever was measured, and the request's
