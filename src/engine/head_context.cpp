@@ -196,6 +196,8 @@ const float * HeadContext::target_row(int32_t idx) const {
 
 void HeadContext::clear() { n_tokens_ = 0; }
 
+void HeadContext::output_all() { std::fill(logits_.begin(), logits_.begin() + n_tokens_, int8_t(1)); }
+
 int32_t HeadContext::add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row, bool output) {
     const int32_t i = n_tokens_++;
     tokens_[size_t(i)] = token;

@@ -67,6 +67,10 @@ class HeadContext {
     int32_t add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row, bool output = true);
     int32_t size() const { return n_tokens_; }
     int32_t capacity() const { return capacity_; }
+    // Makes every token added so far an output. A batch that mixes pairs with draft tokens
+    // needs it: the pinned EAGLE3 and MTP graphs take their hidden rows before selecting the
+    // outputs, so with some tokens not outputs a draft token's row index resolves to a pair's.
+    void    output_all();
 
     // Decodes the batch; false when llama.cpp refused it. decodes() counts the drafting
     // decodes (the feeding decodes of a head with its own cache are not counted).
