@@ -68,10 +68,10 @@ class HeadDraft {
     // at indices [first, first + n) of `batch`. A head with its own cache adds their pairs to
     // its context's batch (after HeadContext::after_target_decode), which the session then
     // decodes for all sequences at once (HeadContext::decode(false)); others need nothing.
-    // `defer` (a round that drafted nothing): the pairs wait in the sequence's backlog, decoded
-    // with the next pairs fed or before the next draft, so that a request whose depth
-    // controller stopped drafting does not pay a head decode every step (only the most recent
-    // pairs wait: keep_recent_backlog). false when a decode
+    // `defer` (every round's, in the session): the pairs wait in the sequence's backlog, decoded
+    // with the next pairs fed or with the next draft's first tokens, so that a round costs no
+    // head decode of its own and a request whose depth controller stopped drafting none at all
+    // (only the most recent pairs wait: keep_recent_backlog). false when a decode
     // of a full batch failed.
     bool feed(const llama_batch & batch, int32_t first, int32_t n, bool defer = false);
     // Then: the target's row at batch index `idx` chose the token that follows what `kv` now
