@@ -10,7 +10,7 @@ size_t CacheEntry::bytes() const {
         return s.bytes.size() + s.tokens.size() * sizeof(token_id) + s.positions.size() * sizeof(int32_t);
     };
     size_t n = size_of(target);
-    if (draft) n += size_of(*draft);
+    if (companion) n += size_of(*companion);
     return n;
 }
 
@@ -83,12 +83,12 @@ bool PromptCache::make_room_locked(size_t bytes) {
     return true;
 }
 
-bool PromptCache::store(const std::string & ns, SeqState target, std::optional<SeqState> draft) {
+bool PromptCache::store(const std::string & ns, SeqState target, std::optional<SeqState> companion) {
     if (!enabled() || target.tokens.empty()) return false;
-    auto e    = std::make_shared<CacheEntry>();
-    e->ns     = ns;
-    e->target = std::move(target);
-    e->draft  = std::move(draft);
+    auto e       = std::make_shared<CacheEntry>();
+    e->ns        = ns;
+    e->target    = std::move(target);
+    e->companion = std::move(companion);
     const size_t bytes = e->bytes();
 
     std::lock_guard lock(mu_);

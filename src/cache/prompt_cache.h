@@ -1,6 +1,6 @@
 #pragma once
-// The prompt cache: saved sequence states (the target's KV, and the draft model's) in host
-// memory, found by token prefix, within a byte budget.
+// The prompt cache: saved sequence states (the target's KV, and its draft model's or head's)
+// in host memory, found by token prefix, within a byte budget.
 //
 // A state is saved when the live KV of a context is about to be overwritten by a prompt that
 // does not continue it, or when its context closes; a later prompt that shares a prefix with
@@ -39,7 +39,7 @@ struct SeqState {
 struct CacheEntry {
     std::string             ns;
     SeqState                target;
-    std::optional<SeqState> draft; // the draft model's context, when there is one
+    std::optional<SeqState> companion; // the draft model's context or the head's own cache, when saved
     memory::Reservation     reservation;
     uint64_t                last_used = 0; // the cache's clock; guarded by the cache's mutex
     entry_id                id        = 0;
@@ -73,7 +73,7 @@ class PromptCache {
     // Saves a state, evicting the least recently used unpinned entries to make room. False
     // when it cannot fit (disabled, larger than the budget, or the rest is pinned) or is
     // already covered.
-    bool store(const std::string & ns, SeqState target, std::optional<SeqState> draft);
+    bool store(const std::string & ns, SeqState target, std::optional<SeqState> companion);
 
     // Counted by the caller, which knows whether a restore actually happened.
     void count_hit(size_t tokens_reused);

@@ -33,7 +33,7 @@ std::optional<ThreadChoice> DraftModel::measure_threads(ThreadPools & pools, std
     return calibrate_threads(ctx_->get(), pools, kv_, ctx_->filler(), candidates);
 }
 
-std::optional<cache::SeqState> DraftModel::save_state(size_t max_bytes) {
+std::optional<cache::SeqState> DraftModel::save_state(const KvSequence &, size_t max_bytes) {
     if (base_ != 0) return std::nullopt;
     return kv_.save(max_bytes);
 }

@@ -6,6 +6,7 @@
 // propose together (propose_together): one decode per draft position for all of them.
 #include "cache/prompt_cache.h"
 #include "core/options.h"
+#include "engine/companion_state.h"
 #include "engine/cpu_threads.h"
 #include "engine/draft_context.h"
 #include "engine/kv_sequence.h"
@@ -29,7 +30,7 @@ struct DraftJob {
     spec::Proposal     out;
 };
 
-class DraftModel {
+class DraftModel : public CompanionState {
   public:
     // Sequence `seq` of `ctx` (one of the n_seq it was made for), one DraftModel per sequence.
     DraftModel(std::shared_ptr<DraftContext> ctx, llama_seq_id seq);
@@ -47,9 +48,9 @@ class DraftModel {
 
     // The sequence, for the prompt cache; nullopt when it holds nothing that starts at the
     // beginning of the history (it restarted on a recent window).
-    std::optional<cache::SeqState> save_state(size_t max_bytes);
+    std::optional<cache::SeqState> save_state(const KvSequence & kv, size_t max_bytes) override;
     // Takes a saved sequence back; the next proposal keeps whatever prefix still matches.
-    void restore_state(const cache::SeqState & state);
+    void restore_state(const cache::SeqState & state) override;
 
     // Up to each job's `req.k` tokens continuing its `req.history`, for jobs whose drafts
     // share one context: first the tokens each sequence has not seen yet, then one decode per

@@ -243,6 +243,30 @@ void HeadContext::trim(llama_seq_id seq, llama_pos pos) {
     if (last >= 0 && last + 1 < pos) llama_memory_seq_rm(mem, seq, -1, -1);
 }
 
+std::optional<std::vector<uint8_t>> HeadContext::save_seq(llama_seq_id seq, size_t max_bytes) const {
+    if (!own_cache() || seq_end(seq) == 0) return std::nullopt;
+    const size_t size = llama_state_seq_get_size(ctx_.get(), seq);
+    if (size == 0 || size > max_bytes) return std::nullopt;
+    std::vector<uint8_t> bytes(size);
+    if (llama_state_seq_get_data(ctx_.get(), bytes.data(), bytes.size(), seq) != size) return std::nullopt;
+    return bytes;
+}
+
+bool HeadContext::restore_seq(llama_seq_id seq, const std::vector<uint8_t> & bytes) {
+    forget(seq);
+    if (!own_cache() || bytes.empty()) return false;
+    if (llama_state_seq_set_data(ctx_.get(), bytes.data(), bytes.size(), seq) == 0) {
+        forget(seq);
+        return false;
+    }
+    return true;
+}
+
+llama_pos HeadContext::seq_end(llama_seq_id seq) const {
+    if (!own_cache()) return 0;
+    return llama_memory_seq_pos_max(llama_get_memory(ctx_.get()), seq) + 1;
+}
+
 void HeadContext::forget(llama_seq_id seq) {
     if (own_cache()) llama_memory_seq_rm(llama_get_memory(ctx_.get()), seq, -1, -1);
 }

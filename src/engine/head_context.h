@@ -26,7 +26,9 @@
 #include "engine/llama_handles.h"
 #include "engine/model.h"
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace specd::engine {
@@ -71,6 +73,12 @@ class HeadContext {
     // needs it: the pinned EAGLE3 and MTP graphs take their hidden rows before selecting the
     // outputs, so with some tokens not outputs a draft token's row index resolves to a pair's.
     void    output_all();
+
+    // A sequence's own cache for the prompt cache (nullopt when it holds nothing or more than
+    // `max_bytes`), and back into any sequence; seq_end: one past its last position (0: empty).
+    std::optional<std::vector<uint8_t>> save_seq(llama_seq_id seq, size_t max_bytes) const;
+    bool                                restore_seq(llama_seq_id seq, const std::vector<uint8_t> & bytes);
+    llama_pos                           seq_end(llama_seq_id seq) const;
 
     // Decodes the batch; false when llama.cpp refused it. decodes() counts the drafting
     // decodes (the feeding decodes of a head with its own cache are not counted).

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace specd::engine {
 
@@ -27,26 +28,61 @@ void HeadDraft::begin_request(const SamplingOptions & sampling, const std::atomi
     sampler_ = std::make_unique<Sampler>(ctx_->model(), sampling, "", /*penalties=*/false);
     cancel_  = cancel;
     has_row_ = false;
+    restored_end_.reset();
 }
 
 size_t HeadDraft::begin_prompt(KvSequence & kv, size_t common, bool in_place, bool feeds,
                                std::span<const llama_token> prompt) {
+    const std::optional<llama_pos> restored = std::exchange(restored_end_, std::nullopt);
     if (!ctx_->own_cache()) return common;
-    if (!feeds || !in_place || common == 0 || is_image_token(prompt[common - 1])) {
+    if (!feeds || !(in_place || restored) || common == 0 || is_image_token(prompt[common - 1])) {
         forget();
         return common;
     }
-    if (ctx_->kind() == DraftKind::dflash) {
-        // Its cache holds every kept position's features already.
-        kv.keep(common);
-        ctx_->trim(seq_, kv.next_pos());
-        return common;
+    // DFlash's cache holds every kept position's features already. Any other's pair at the
+    // last kept token's position waits for that token's row, which only a decode gives:
+    // decode it again; the head's cache keeps what comes before it.
+    const bool   dflash = ctx_->kind() == DraftKind::dflash;
+    const size_t keep   = dflash ? common : common - 1;
+    kv.keep(keep);
+    // A restored cache that ends short of them would leave a gap: start over instead.
+    if (!in_place && *restored < kv.next_pos()) {
+        forget();
+        return keep;
     }
-    // The pair at the last kept token's position waits for that token's row, which only a
-    // decode gives: decode it again; the head's cache keeps what comes before it.
-    kv.keep(common - 1);
     ctx_->trim(seq_, kv.next_pos());
-    return common - 1;
+    return keep;
+}
+
+std::optional<cache::SeqState> HeadDraft::save_state(const KvSequence & kv, size_t max_bytes) {
+    if (!ctx_->own_cache() || kv.size() == 0) return std::nullopt;
+    // Its pairs of kv's tokens end before the last one's position (that pair waits for the
+    // token after it); DFlash's features reach kv's end.
+    const llama_pos end = ctx_->kind() == DraftKind::dflash ? kv.next_pos() : kv.next_pos() - 1;
+    cut(end);
+    if (!backlog_pos_.empty()) {
+        ctx_->clear();
+        bool ok = flush_backlog();
+        if (ctx_->size() > 0) ok = ctx_->decode(/*drafting=*/false) && ok;
+        ctx_->clear();
+        if (!ok) {
+            forget();
+            return std::nullopt;
+        }
+    }
+    if (ctx_->seq_end(seq_) < end) return std::nullopt;
+    auto bytes = ctx_->save_seq(seq_, max_bytes);
+    if (!bytes) return std::nullopt;
+    cache::SeqState s;
+    s.tokens   = kv.tokens();
+    s.bytes    = std::move(*bytes);
+    s.next_pos = end;
+    return s;
+}
+
+void HeadDraft::restore_state(const cache::SeqState & state) {
+    forget();
+    if (ctx_->restore_seq(seq_, state.bytes)) restored_end_ = state.next_pos;
 }
 
 void HeadDraft::forget() {

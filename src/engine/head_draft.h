@@ -23,6 +23,7 @@
 // The sequences that draft in one step propose together: one head decode per draft position
 // for all of them (DFlash: one decode for all their blocks).
 #include "core/options.h"
+#include "engine/companion_state.h"
 #include "engine/head_context.h"
 #include "engine/kv_sequence.h"
 #include "engine/sampler.h"
@@ -44,7 +45,7 @@ struct HeadJob {
     spec::Proposal     out;
 };
 
-class HeadDraft {
+class HeadDraft : public CompanionState {
   public:
     // Pairs a sequence keeps waiting while it drafts nothing (feed's `defer`), at most.
     static constexpr size_t k_backlog_max = 32;
@@ -58,9 +59,17 @@ class HeadDraft {
 
     // Before a prompt is read: the target kept `common` of its tokens (`in_place`: this
     // sequence's own, not a state restored from the prompt cache), and the request will feed
-    // the head (`feeds`: it may draft). Returns how many of them the target keeps now: one
+    // the head (`feeds`: it may draft). A head with its own cache keeps its pairs of them (its
+    // own, or those restore_state brought back with the target's state when they reach as
+    // far) and otherwise starts over. Returns how many of them the target keeps now: one
     // fewer for a head with its own cache, which needs the last kept token's row again.
     size_t begin_prompt(KvSequence & kv, size_t common, bool in_place, bool feeds, std::span<const llama_token> prompt);
+
+    // The prompt cache's copy of the head's own cache beside the target's `kv`: its pairs of
+    // kv's tokens (those still waiting decoded first); nullopt for a head without a cache of
+    // its own, or one that does not reach kv's end.
+    std::optional<cache::SeqState> save_state(const KvSequence & kv, size_t max_bytes) override;
+    void                           restore_state(const cache::SeqState & state) override;
     // The target's cache was shifted, or a feed failed: a head with its own cache starts over.
     void   forget();
 
@@ -111,6 +120,8 @@ class HeadDraft {
     size_t                       row_at_ = 0;
     llama_pos                    pos_    = 0; // where the target's next token goes (the row's is pos_ - 1)
     bool                         has_row_ = false;
+    // restore_state brought back pairs before this position, for the next begin_prompt.
+    std::optional<llama_pos>     restored_end_;
     // Pairs fed but not decoded yet (feed's `defer`), in position order, each with its row.
     std::vector<llama_token>     backlog_tokens_;
     std::vector<llama_pos>       backlog_pos_;

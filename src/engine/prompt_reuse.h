@@ -4,7 +4,7 @@
 // with the prompt), or a saved state in the prompt cache that holds more of the prompt; a
 // sequence about to lose more than a little is saved into the cache first.
 #include "cache/prompt_cache.h"
-#include "engine/draft_model.h"
+#include "engine/companion_state.h"
 #include "engine/kv_sequence.h"
 #include "engine/projector.h"
 
@@ -28,18 +28,23 @@ class PromptReuse {
 
     // Makes `kv` hold the longest usable prefix of `prompt` (its own, or a saved state's;
     // never ending inside an image, never the whole prompt: the last token is evaluated for
-    // its logits) and drops the rest. `draft`, when there is one, follows a restore. Returns
-    // how many prompt tokens `kv` holds.
-    size_t prepare(KvSequence & kv, DraftModel * draft, const MultimodalPrompt & prompt);
+    // its logits) and drops the rest. `companion` (a draft model's sequence or a head's own
+    // cache), when there is one, is saved and restored with it. Returns how many prompt
+    // tokens `kv` holds, and whether they came from a saved state.
+    struct Prepared {
+        size_t common   = 0;
+        bool   restored = false;
+    };
+    Prepared prepare(KvSequence & kv, CompanionState * companion, const MultimodalPrompt & prompt);
 
-    // Saves `kv` (and the draft's sequence) into the prompt cache when more than a little of
+    // Saves `kv` (and its companion's state) into the prompt cache when more than a little of
     // it would be lost: everything after its first `keep` tokens.
-    void save(const KvSequence & kv, DraftModel * draft, size_t keep = 0);
+    void save(const KvSequence & kv, CompanionState * companion, size_t keep = 0);
 
   private:
     // With `kv` holding the prompt's first `live` tokens: restores a saved state holding more
-    // of it, if there is one (saving the live one first). Returns the tokens `kv` now holds.
-    size_t restore_longer(KvSequence & kv, DraftModel * draft, const MultimodalPrompt & prompt, size_t live);
+    // of it, if there is one (saving the live one first).
+    Prepared restore_longer(KvSequence & kv, CompanionState * companion, const MultimodalPrompt & prompt, size_t live);
 
     PromptCacheLink cache_;
 };

@@ -163,9 +163,9 @@ GenerateResult RequestRun::finish() {
 void RequestRun::begin_prefill() {
     prefill_started_ = true;
     t0_              = now_ns();
-    const size_t own    = slot.kv.common_prefix(mm_.tokens);
-    size_t       common = env_.reuse.prepare(slot.kv, slot.draft.get(), mm_);
-    if (slot.head) common = slot.head->begin_prompt(slot.kv, common, own >= common, feeds_head(), mm_.tokens);
+    const PromptReuse::Prepared kept   = env_.reuse.prepare(slot.kv, slot.companion(), mm_);
+    size_t                      common = kept.common;
+    if (slot.head) common = slot.head->begin_prompt(slot.kv, common, !kept.restored, feeds_head(), mm_.tokens);
     pos_         = common;
     prompt_kept_ = common;
     while (next_image_ < mm_.images.size() && mm_.images[next_image_].start < common) ++next_image_;

@@ -22,6 +22,11 @@ struct SequenceSlot {
     spec::NgramDrafter          ngram; // prompt lookup: asked first (free), then the draft model
     uint64_t                    last_used = 0;
     bool                        busy      = false;
+
+    // What the prompt cache saves and restores beside `kv`: the draft's sequence or the head's.
+    CompanionState * companion() const {
+        return head ? static_cast<CompanionState *>(head.get()) : static_cast<CompanionState *>(draft.get());
+    }
 };
 
 } // namespace specd::engine

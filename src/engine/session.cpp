@@ -260,7 +260,7 @@ int64_t Session::feed_head(const std::vector<RequestRun *> & in_batch) {
 
 void Session::park() {
     for (auto & slot : slots_) {
-        if (!slot->busy) reuse_.save(slot->kv, slot->draft.get());
+        if (!slot->busy) reuse_.save(slot->kv, slot->companion());
     }
 }
 

@@ -43,7 +43,8 @@ async function expectSeededAndSchemaAsOff(client, model, seed, on) {
 
 // A chat goes on in the sequence that holds it (the head's cache kept in place), then after
 // another prompt took the sequence (the target's state restored from the prompt cache, the
-// head's started over): both answer as without drafting, and the head's drafts are accepted.
+// head's own cache with it): both answer as without drafting, and the head's drafts are
+// accepted.
 async function expectKeptAndRestoredAsOff(client, model, on) {
   const first = { role: 'user', content: 'Name a colour. '.repeat(12) };
   const a = await client.chat({ model, stream: false, options: on(24), messages: [first] });

@@ -411,3 +411,64 @@ TEST(HeadDraftEagle3, AParkedSequenceKeepsItsMostRecentPairsOnly) {
     }
     EXPECT_EQ(a.tokens, b.tokens);
 }
+
+namespace {
+
+// The prompt cache's copy of a head's own cache, saved beside the target's state (the pairs
+// still waiting decoded first) and restored with it into a sequence of another context: the
+// head drafts from the restored prefix as the one that read it did, to within the batch
+// shapes' rounding. A head that started over after the restore would hold one pair of the
+// history instead of all of them.
+void expect_restored_with_the_target(const HeadFixture & f, double tolerance) {
+    OwnCacheRun a(f);
+    a.history = a.target->tokenize("Once upon a time, in a land far away,", true, true);
+    {
+        const auto prompt  = a.history;
+        const auto choices = a.decode(prompt);
+        a.keep(prompt, prompt.size());
+        a.history.push_back(choices.back());
+    }
+    for (int round = 0; round < 4; ++round) { // rounds without drafts: their pairs wait
+        const std::vector<llama_token> tokens{a.history.back()};
+        const auto                     choices = a.decode(tokens, /*defer=*/true);
+        a.keep(tokens, 1);
+        a.history.push_back(choices[0]);
+    }
+    const auto target_state = a.kv.save(size_t(1) << 30);
+    const auto head_state   = a.head.save_state(a.kv, size_t(1) << 30);
+    ASSERT_TRUE(target_state.has_value());
+    ASSERT_TRUE(head_state.has_value());
+    const spec::Proposal want = a.propose(1);
+
+    OwnCacheRun b(f);
+    b.history = a.history;
+    ASSERT_TRUE(b.kv.restore(*target_state, target_state->tokens.size()));
+    b.head.restore_state(*head_state);
+    const size_t kept = b.head.begin_prompt(b.kv, target_state->tokens.size(), /*in_place=*/false, /*feeds=*/true,
+                                            b.history);
+    ASSERT_EQ(kept + 1, target_state->tokens.size()) << "the last kept token is decoded again for its row";
+    const std::vector<llama_token> rest(b.history.begin() + std::ptrdiff_t(kept), b.history.end() - 1);
+    b.decode(rest);
+    b.keep(rest, rest.size());
+    const spec::Proposal got = b.propose(1);
+
+    ASSERT_EQ(want.dists.size(), 1u);
+    ASSERT_EQ(got.dists.size(), 1u);
+    const spec::TokenDist & qa = want.dists[0];
+    const spec::TokenDist & qb = got.dists[0];
+    ASSERT_FALSE(qa.ids.empty());
+    for (size_t i = 0; i < std::min<size_t>(qa.ids.size(), 5); ++i) {
+        EXPECT_NEAR(qa.probs[i], qb.prob_of(qa.ids[i]), tolerance) << "candidate " << i;
+    }
+    EXPECT_EQ(want.tokens, got.tokens);
+}
+
+} // namespace
+
+TEST(HeadDraftEagle3, ItsCacheComesBackFromThePromptCacheWithTheTargets) {
+    expect_restored_with_the_target({"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3}, 2e-3);
+}
+
+TEST(HeadDraftMtp, ItsCacheComesBackFromThePromptCacheWithTheTargets) {
+    expect_restored_with_the_target(k_mtp, 2e-5);
+}
