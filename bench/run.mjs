@@ -56,9 +56,8 @@ function load(opt) {
     if (!spec.pairs[c.pair]) throw new Error(`cell ${c.name}: no pair "${c.pair}"`);
     if (!spec.engine_sets[c.engines]) throw new Error(`cell ${c.name}: no engine set "${c.engines}"`);
     if (c.format !== undefined && !spec.schemas?.[c.format]) throw new Error(`cell ${c.name}: no schema "${c.format}"`);
-    if (c.images && (!(spec.pairs[c.pair].projector ?? spec.projector) ||
-                     spec.engine_sets[c.engines].engines.some((e) => e.kind !== 'specd'))) {
-      throw new Error(`cell ${c.name}: images need a "projector" and an engine set of specd engines`);
+    if (c.images && !(spec.pairs[c.pair].projector ?? spec.projector)) {
+      throw new Error(`cell ${c.name}: images need a "projector"`);
     }
   }
   return spec;
@@ -80,7 +79,9 @@ function startServer(engine, opt, spec, pairName, storeDir) {
                    threads: engine.num_thread, numCtx, mmproj: mmproj && path.resolve(opt.models, mmproj) })
     : startLlamaServer({ bin: opt['llama-server'], target, draft, draftNMax: engine.draft_n_max,
                          draftNMin: engine.draft_n_min, specType: engine.spec_type, threads: spec.threads ?? os.cpus().length,
-                         numCtx, extraArgs: engine.args ?? [] });
+                         numCtx, extraArgs: engine.args ?? [],
+                         // Its projector only where the engine set sends images (`"vision": true`).
+                         mmproj: engine.vision && mmproj ? path.resolve(opt.models, mmproj) : undefined });
 }
 
 // The engines of a set by server process: engines with the same "server" share one, every

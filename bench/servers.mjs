@@ -98,14 +98,15 @@ async function loadedThreads(url, name) {
 }
 
 export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMin, specType = 'draft-simple', threads, numCtx,
-  parallel, extraArgs = [] }) {
+  parallel, mmproj, extraArgs = [] }) {
   const port = await freePort();
   // As its users start it: the same thread count as specd's machine, the draft's threads left
   // at their default (the target's), its slots at their default (auto: 4 sharing one KV of -c
   // cells, as specd's sequences share num_ctx x N) unless a run sets them, the web UI off (a
   // benchmark does not need it).
   const args = ['-m', target, '--host', '127.0.0.1', '--port', String(port), '-t', String(threads),
-    '-c', String(numCtx), ...(parallel ? ['-np', String(parallel)] : []), '--no-webui', '--metrics', ...extraArgs];
+    '-c', String(numCtx), ...(parallel ? ['-np', String(parallel)] : []), ...(mmproj ? ['--mmproj', mmproj] : []),
+    '--no-webui', '--metrics', ...extraArgs];
   // Drafting is off unless a type is named.
   if (draftNMax > 0) {
     // `specType`: draft-simple for a draft model, draft-mtp for a head (gemma4's assistant) or
@@ -143,7 +144,15 @@ export async function generate(server, { prompt, numPredict, draft, schema, imag
   // ("does not match the expected Content-only format") when random-weight output is not
   // valid UTF-8, although the generation itself ran to the end.
   const before = await llamaMetrics(server);
-  const body = { prompt, n_predict: numPredict, temperature: 0, seed: 1, top_k: 1 };
+  // Images as specd places them in a raw prompt: one media marker and a newline each, then
+  // the text. The server draws its marker at random when it starts (/props names it).
+  if (images && server.mediaMarker === undefined) {
+    server.mediaMarker = (await (await fetch(`${server.url}/props`)).json()).media_marker;
+  }
+  const body = { prompt: images ? { prompt_string: `${server.mediaMarker}\n`.repeat(images.length) + prompt,
+                                    multimodal_data: images }
+                                : prompt,
+                 n_predict: numPredict, temperature: 0, seed: 1, top_k: 1 };
   if (schema) body.json_schema = schema;
   const r = await fetch(`${server.url}/completion`, { method: 'POST', body: JSON.stringify(body) });
   const j = await r.json();
