@@ -98,8 +98,7 @@ void HeadContext::make_eagle3(const Model & target, uint32_t n_ctx, int n_seq, i
         else llama_set_embeddings_nextn(target_ctx_, true, /*masked=*/false);
     }
     llama_set_embeddings_nextn(ctx_.get(), true, /*masked=*/true);
-    features_.resize(size_t(target_batch) * layers_.size() * size_t(n_embd_target_));
-    g_rows_.resize(size_t(target_batch) * size_t(n_embd_));
+    features_.resize(size_t(target_batch) * size_t(feature_width()));
 }
 
 void HeadContext::make_mtp(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch) {
@@ -158,7 +157,7 @@ void HeadContext::make_dflash(const Model & target, uint32_t n_ctx, int n_seq, i
 void HeadContext::after_target_decode(int32_t n_tokens) {
     g_count_ = 0;
     if ((kind_ != DraftKind::eagle3 && kind_ != DraftKind::dflash) || n_tokens <= 0) return;
-    const size_t width = layers_.size() * size_t(n_embd_target_);
+    const size_t width = size_t(feature_width());
     if (size_t(n_tokens) * width > features_.size()) return;
     // [n_tokens, 3 x n_embd]: each token's three layer inputs side by side.
     for (size_t k = 0; k < layers_.size(); ++k) {
@@ -170,46 +169,67 @@ void HeadContext::after_target_decode(int32_t n_tokens) {
                         layer + size_t(i) * size_t(n_embd_target_), size_t(n_embd_target_) * sizeof(float));
         }
     }
-    if (kind_ == DraftKind::dflash) { // the head encodes them itself, as it reads them
-        g_count_ = n_tokens;
-        return;
-    }
-    // The encoder takes one micro-batch at a time; each token's row is its own.
-    const int32_t ubatch = int32_t(llama_n_ubatch(ctx_.get()));
-    for (int32_t i = 0; i < n_tokens; i += ubatch) {
-        llama_batch b{};
-        b.n_tokens = std::min(ubatch, n_tokens - i);
-        b.embd     = features_.data() + size_t(i) * width;
-        if (llama_encode(ctx_.get(), b) != 0) return;
-        const float * g = llama_get_embeddings_nextn(ctx_.get());
-        if (!g) return;
-        std::memcpy(g_rows_.data() + size_t(i) * size_t(n_embd_), g, size_t(b.n_tokens) * size_t(n_embd_) * sizeof(float));
-    }
+    // Not encoded here: EAGLE3's encoder runs in the decode that reads them (DFlash's head
+    // encodes them itself), so a step whose rows wait, or go unread, costs no encoder pass:
+    // one after every target decode was 2% of a 4-sequence step of a 768-wide target on 2
+    // cores with every sequence parked at depth 0.
     g_count_ = n_tokens;
 }
 
 const float * HeadContext::target_row(int32_t idx) const {
     if (kind_ != DraftKind::eagle3 && kind_ != DraftKind::dflash) return llama_get_embeddings_nextn_ith(target_ctx_, idx);
     if (idx < 0 || idx >= g_count_) return nullptr;
-    return (kind_ == DraftKind::eagle3 ? g_rows_.data() : features_.data()) + size_t(idx) * size_t(n_embd_);
+    return features_.data() + size_t(idx) * size_t(feature_width());
 }
 
-void HeadContext::clear() { n_tokens_ = 0; }
+void HeadContext::clear() {
+    n_tokens_ = 0;
+    raw_at_.clear();
+    raw_rows_.clear();
+}
 
 void HeadContext::output_all() { std::fill(logits_.begin(), logits_.begin() + n_tokens_, int8_t(1)); }
 
-int32_t HeadContext::add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row, bool output) {
+int32_t HeadContext::add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row, bool output,
+                         bool from_target) {
     const int32_t i = n_tokens_++;
     tokens_[size_t(i)] = token;
     pos_[size_t(i)]    = pos;
     seq_[size_t(i)]    = seq;
     logits_[size_t(i)] = output ? 1 : 0;
-    if (row) std::memcpy(rows_.data() + size_t(i) * size_t(n_embd_), row, size_t(n_embd_) * sizeof(float));
+    if (row && from_target && kind_ == DraftKind::eagle3) {
+        raw_at_.push_back(i);
+        raw_rows_.insert(raw_rows_.end(), row, row + feature_width());
+    } else if (row) {
+        std::memcpy(rows_.data() + size_t(i) * size_t(n_embd_), row, size_t(n_embd_) * sizeof(float));
+    }
     return i;
+}
+
+bool HeadContext::encode_target_rows() {
+    const int32_t n      = int32_t(raw_at_.size());
+    const int32_t ubatch = int32_t(llama_n_ubatch(ctx_.get()));
+    const size_t  width  = size_t(feature_width());
+    // The encoder takes one micro-batch at a time; each row is its own token's.
+    for (int32_t i = 0; i < n; i += ubatch) {
+        llama_batch b{};
+        b.n_tokens = std::min(ubatch, n - i);
+        b.embd     = raw_rows_.data() + size_t(i) * width;
+        ++encodes_;
+        if (llama_encode(ctx_.get(), b) != 0) return false;
+        const float * g = llama_get_embeddings_nextn(ctx_.get());
+        if (!g) return false;
+        for (int32_t j = 0; j < b.n_tokens; ++j) {
+            std::memcpy(rows_.data() + size_t(raw_at_[size_t(i + j)]) * size_t(n_embd_), g + size_t(j) * size_t(n_embd_),
+                        size_t(n_embd_) * sizeof(float));
+        }
+    }
+    return true;
 }
 
 bool HeadContext::decode(bool drafting) {
     if (drafting) ++decodes_;
+    if (!raw_at_.empty() && !encode_target_rows()) return false;
     llama_batch b{};
     b.n_tokens = n_tokens_;
     // DFlash reads a batch of features (fed) or of tokens (a block to draft), never both.
@@ -229,7 +249,7 @@ bool HeadContext::feed_pair(llama_token token, llama_pos pos, llama_seq_id seq, 
         ok = decode(/*drafting=*/false);
         clear();
     }
-    add(token, pos, seq, row, /*output=*/false);
+    add(token, pos, seq, row, /*output=*/false, /*from_target=*/true);
     return ok;
 }
 

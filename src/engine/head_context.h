@@ -8,8 +8,10 @@
 //   hidden state (llama-ext.h's nextn output).
 // - EAGLE3 has a one-layer KV cache of its own, in which position P holds the token at P+1
 //   read with g_P: its encoder's projection of the target's inputs to three of its layers at
-//   P. After every target decode the context encodes the features of all the batch's tokens
-//   (after_target_decode) and the sequences feed their pairs to its cache, all in one decode.
+//   P. After every target decode the context keeps the features of all the batch's tokens
+//   (after_target_decode); a sequence takes its own, and the decode that reads them first
+//   encodes them (one encoder pass for all its pairs and rows), so that a step in which no
+//   sequence drafts or feeds the head costs it no encoder pass.
 // - DFlash reads the inputs of some of the target's layers like EAGLE3, but its cache holds
 //   at P what its encoder makes of the features at P (fed after every target decode, as
 //   rows without tokens), and it drafts a whole block in one decode: the token it continues,
@@ -50,23 +52,29 @@ class HeadContext {
     const Model &        model() const { return *model_; }
     DraftKind            kind() const { return kind_; }
     const ContextBytes & memory() const { return memory_; }
-    // The width of a row the head reads a token with.
+    // The width of a row the head reads a token with (its own hidden state, as hidden_row
+    // hands it out).
     int32_t              n_embd() const { return n_embd_; }
+    // The width of a target row (target_row): EAGLE3's are the three layers' features, which
+    // a decode encodes to n_embd() first; every other kind's are n_embd() wide.
+    int32_t              row_width() const { return kind_ == DraftKind::eagle3 ? feature_width() : n_embd_; }
     // Whether the head keeps a KV cache of its own (EAGLE3, MTP), which the sequences must
     // keep in step with their positions (trim, forget).
     bool                 own_cache() const { return has_own_cache(kind_); }
 
-    // After every decode of the target (`n_tokens` tokens): EAGLE3 encodes the features of
-    // all of them (DFlash keeps them as they are); then target_row(i) is the row batch index i
-    // gives the head.
+    // After every decode of the target (`n_tokens` tokens): EAGLE3 and DFlash keep the
+    // features of all of them; then target_row(i) is the row batch index i gives the head
+    // (row_width() wide), valid until the next target decode.
     void          after_target_decode(int32_t n_tokens);
     const float * target_row(int32_t idx) const;
 
     // The next decode's batch: each token with the row it is read with (DFlash: a fed row's
     // token is not read, a drafted block's tokens have no row: null); only outputs have
-    // logits and a hidden row.
+    // logits and a hidden row. `from_target`: the row is a target row (target_row's width),
+    // not the head's own hidden state; EAGLE3 encodes those when the batch is decoded.
     void    clear();
-    int32_t add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row, bool output = true);
+    int32_t add(llama_token token, llama_pos pos, llama_seq_id seq, const float * row, bool output = true,
+                bool from_target = false);
     int32_t size() const { return n_tokens_; }
     int32_t capacity() const { return capacity_; }
     // Makes every token added so far an output. A batch that mixes pairs with draft tokens
@@ -80,13 +88,16 @@ class HeadContext {
     bool                                restore_seq(llama_seq_id seq, const std::vector<uint8_t> & bytes);
     llama_pos                           seq_end(llama_seq_id seq) const;
 
-    // Decodes the batch; false when llama.cpp refused it. decodes() counts the drafting
-    // decodes (the feeding decodes of a head with its own cache are not counted).
+    // Decodes the batch (EAGLE3: its target rows encoded first, in one encoder pass per
+    // micro-batch); false when llama.cpp refused it. decodes() counts the drafting decodes
+    // (the feeding decodes of a head with its own cache are not counted), encodes() EAGLE3's
+    // encoder passes.
     bool    decode(bool drafting = true);
-    // A pair for the head's own cache (no output): when the batch is full, what it holds is
-    // decoded first. false when such a decode failed.
+    // A pair for the head's own cache (no output), read with a target row: when the batch is
+    // full, what it holds is decoded first. false when such a decode failed.
     bool    feed_pair(llama_token token, llama_pos pos, llama_seq_id seq, const float * row);
     int64_t decodes() const { return decodes_; }
+    int64_t encodes() const { return encodes_; }
     // The head's hidden state after batch index `idx` of the last decode (its input for the
     // token it drafts there); null when llama.cpp has none.
     const float * hidden_row(int32_t idx) const;
@@ -115,6 +126,9 @@ class HeadContext {
     void make_assistant(const Model & target, uint32_t n_ctx, int n_seq);
     void make_mtp(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch);
     void make_dflash(const Model & target, uint32_t n_ctx, int n_seq, int32_t target_batch);
+    int32_t feature_width() const { return int32_t(layers_.size()) * n_embd_target_; }
+    // EAGLE3: the batch's target rows through the head's encoder, into rows_.
+    bool encode_target_rows();
 
     std::shared_ptr<Model> model_;
     DraftKind              kind_;
@@ -125,6 +139,7 @@ class HeadContext {
     int32_t                capacity_ = 0;
     int32_t                n_tokens_ = 0;
     int64_t                decodes_  = 0;
+    int64_t                encodes_  = 0;
     // The batch's arrays (llama_batch points into them).
     std::vector<llama_token>    tokens_;
     std::vector<float>          rows_;
@@ -133,14 +148,15 @@ class HeadContext {
     std::vector<llama_seq_id>   seq_;
     std::vector<llama_seq_id *> seq_ptr_;
     std::vector<int8_t>         logits_;
+    // EAGLE3: the batch indices whose row is a target row, and those rows, in that order.
+    std::vector<int32_t>        raw_at_;
+    std::vector<float>          raw_rows_;
     // EAGLE3 and DFlash: the target layers it reads (EAGLE3's n_layer: the target's final
-    // hidden state), the target's width, and the last target decode's features (and
-    // EAGLE3's encoded rows).
+    // hidden state), the target's width, and the last target decode's features.
     std::vector<int32_t> layers_;
     int32_t              n_embd_target_ = 0;
     int32_t              n_layer_target_ = 0;
     std::vector<float>   features_;
-    std::vector<float>   g_rows_;
     int32_t              g_count_ = 0;
     // DFlash.
     llama_token          mask_       = -1;

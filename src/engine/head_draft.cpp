@@ -15,6 +15,7 @@ struct HeadDraft::Lane {
     HeadJob *                job;
     std::vector<llama_token> pending; // to read in order: the row's token, forced ones, then drafts
     std::vector<float>       row;     // the hidden state the next pending token is read with
+    bool                     from_target = true; // row is the target's (the first), not the head's
     llama_pos                pos  = 0; // where the next pending token is read
     size_t                   fed  = 0;
     int32_t                  masks = 0; // DFlash: the positions its block drafts
@@ -94,7 +95,7 @@ void HeadDraft::forget() {
 void HeadDraft::keep_backlog(size_t n) {
     backlog_tokens_.resize(n);
     backlog_pos_.resize(n);
-    backlog_rows_.resize(n * size_t(ctx_->n_embd()));
+    backlog_rows_.resize(n * size_t(ctx_->row_width()));
 }
 
 void HeadDraft::cut(llama_pos from) {
@@ -110,8 +111,9 @@ void HeadDraft::cut(llama_pos from) {
 }
 
 bool HeadDraft::flush_backlog() {
+    trim_backlog(backlog_window());
     bool         ok = true;
-    const size_t w  = size_t(ctx_->n_embd());
+    const size_t w  = size_t(ctx_->row_width());
     for (size_t i = 0; i < backlog_pos_.size(); ++i) {
         ok = ctx_->feed_pair(backlog_tokens_[i], backlog_pos_[i], seq_, backlog_rows_.data() + i * w) && ok;
     }
@@ -136,7 +138,7 @@ bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, bool d
         }
         backlog_tokens_.push_back(token);
         backlog_pos_.push_back(pos);
-        backlog_rows_.insert(backlog_rows_.end(), row, row + hc.n_embd());
+        backlog_rows_.insert(backlog_rows_.end(), row, row + hc.row_width());
     };
     if (bridge) pair(batch.token[first], p0 - 1, row_.data());
     if (dflash) {
@@ -152,7 +154,9 @@ bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, bool d
             pair(batch.token[k + 1], batch.pos[k], g);
         }
     }
-    if (defer) keep_recent_backlog();
+    // Trimmed when it holds twice the window, not at every pair: a pair's row is 9 KB
+    // (EAGLE3's features of a 768-wide target), and flush_backlog trims it to the window.
+    if (defer && backlog_pos_.size() > 2 * backlog_window()) trim_backlog(backlog_window());
     return ok;
 }
 
@@ -161,11 +165,14 @@ bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, bool d
 // than the 20 ms step of a 768-wide target on 2 cores (an EAGLE3 head at agreement 0.6). Only
 // the most recent pairs wait; the head then drafts from those alone (its cache starts over),
 // as it does after an image, and its context grows again while it drafts.
-void HeadDraft::keep_recent_backlog() {
-    const size_t most = std::min<size_t>(k_backlog_max, size_t(std::max(1, ctx_->capacity() / 4)));
+size_t HeadDraft::backlog_window() const {
+    return std::min<size_t>(k_backlog_max, size_t(std::max(1, ctx_->capacity() / 4)));
+}
+
+void HeadDraft::trim_backlog(size_t most) {
     if (backlog_pos_.size() <= most) return;
     const size_t drop = backlog_pos_.size() - most;
-    const size_t w    = size_t(ctx_->n_embd());
+    const size_t w    = size_t(ctx_->row_width());
     ctx_->forget(seq_); // what it holds no longer abuts the pairs kept
     backlog_tokens_.erase(backlog_tokens_.begin(), backlog_tokens_.begin() + std::ptrdiff_t(drop));
     backlog_pos_.erase(backlog_pos_.begin(), backlog_pos_.begin() + std::ptrdiff_t(drop));
@@ -176,7 +183,7 @@ void HeadDraft::take_row(int32_t idx, const KvSequence & kv) {
     const float * row = ctx_->target_row(idx);
     has_row_          = row != nullptr;
     if (!has_row_) return;
-    row_.assign(row, row + ctx_->n_embd());
+    row_.assign(row, row + ctx_->row_width());
     row_at_ = kv.size();
     pos_    = kv.next_pos();
 }
@@ -299,7 +306,7 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
                 l.done = true;
                 continue;
             }
-            l.idx = hc.add(l.pending[l.fed], l.pos, h.seq_, l.row.data());
+            l.idx = hc.add(l.pending[l.fed], l.pos, h.seq_, l.row.data(), /*output=*/true, l.from_target);
             if (hc.own_cache()) ++l.pos;
         }
         if (hc.size() == 0) return;
@@ -316,6 +323,7 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
                 continue;
             }
             l.row.assign(next_row, next_row + hc.n_embd());
+            l.from_target = false;
             if (++l.fed < l.pending.size()) continue; // a forced token: read, not drafted
             HeadDraft &      h   = *l.job->head;
             spec::Proposal & out = l.job->out;

@@ -1,10 +1,10 @@
 #pragma once
 // One sequence of a draft head (engine/head_context): what it proposes for one of the
 // session's sequences. The head's input is the token it continues and the row of the target
-// that chose that token (gemma4's assistant: the target's hidden state; EAGLE3: its encoding
-// of three layers' inputs), so after every target decode the sequence takes that row
-// (take_row); its drafts then run on the head alone, each step's own hidden state feeding
-// the next.
+// that chose that token (gemma4's assistant: the target's hidden state; EAGLE3: three of its
+// layers' inputs, which the head's encoder reads), so after every target decode the sequence
+// takes that row (take_row); its drafts then run on the head alone, each step's own hidden
+// state feeding the next.
 //
 // gemma4's assistant keeps no KV of its own (it reads the target's), so a sequence holds one
 // row and nothing else: the prompt cache restores the target's state, and the prompt's last
@@ -47,7 +47,8 @@ struct HeadJob {
 
 class HeadDraft : public CompanionState {
   public:
-    // Pairs a sequence keeps waiting while it drafts nothing (feed's `defer`), at most.
+    // Pairs a sequence that drafted nothing for a while (feed's `defer`) decodes when it drafts
+    // again, at most.
     static constexpr size_t k_backlog_max = 32;
 
     // Sequence `seq` of `ctx` (the target's sequence of the same id).
@@ -80,7 +81,7 @@ class HeadDraft : public CompanionState {
     // `defer` (every round's, in the session): the pairs wait in the sequence's backlog, decoded
     // with the next pairs fed or with the next draft's first tokens, so that a round costs no
     // head decode of its own and a request whose depth controller stopped drafting none at all
-    // (only the most recent pairs wait: keep_recent_backlog). false when a decode
+    // (only the most recent pairs are decoded then: trim_backlog). false when a decode
     // of a full batch failed.
     bool feed(const llama_batch & batch, int32_t first, int32_t n, bool defer = false);
     // Then: the target's row at batch index `idx` chose the token that follows what `kv` now
@@ -109,7 +110,11 @@ class HeadDraft : public CompanionState {
     // Adds the backlog to the context's batch, oldest first; false when a decode failed.
     bool flush_backlog();
     void keep_backlog(size_t n); // its first n pairs
-    void keep_recent_backlog();  // its last k_backlog_max pairs, the cache forgotten if any went
+    // The most pairs a draft decodes after a sequence was parked (k_backlog_max, or less in
+    // a small context), and the backlog cut to its last `most` pairs (the cache forgotten
+    // when any went: what it holds no longer abuts them).
+    size_t backlog_window() const;
+    void   trim_backlog(size_t most);
 
 
     std::shared_ptr<HeadContext> ctx_;

@@ -412,6 +412,33 @@ TEST(HeadDraftEagle3, AParkedSequenceKeepsItsMostRecentPairsOnly) {
     EXPECT_EQ(a.tokens, b.tokens);
 }
 
+// EAGLE3's encoder runs in the decode that reads the target's rows, not after every target
+// decode: steps whose pairs wait (a sequence parked at depth 0) cost no encoder pass, and the
+// draft that follows encodes its waiting pairs and its first row in one.
+TEST(HeadDraftEagle3, RowsWaitingForTheHeadCostNoEncoderPass) {
+    const HeadFixture f{"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3};
+    OwnCacheRun       run(f);
+    run.history = run.target->tokenize("Once upon a time, in a land far away,", true, true);
+    {
+        const auto prompt  = run.history;
+        const auto choices = run.decode(prompt);
+        run.keep(prompt, prompt.size());
+        run.history.push_back(choices.back());
+    }
+    const int64_t after_prompt = run.ctx->encodes();
+    EXPECT_EQ(after_prompt, 1) << "the prompt's pairs, fed now, in one pass";
+    for (int round = 0; round < 6; ++round) {
+        const std::vector<llama_token> tokens{run.history.back()};
+        const auto                     choices = run.decode(tokens, /*defer=*/true);
+        run.keep(tokens, 1);
+        run.history.push_back(choices[0]);
+    }
+    EXPECT_EQ(run.ctx->encodes(), after_prompt) << "parked rounds encode nothing";
+    const spec::Proposal p = run.propose(3);
+    EXPECT_FALSE(p.tokens.empty());
+    EXPECT_EQ(run.ctx->encodes(), after_prompt + 1) << "the waiting pairs and the row in one pass";
+}
+
 namespace {
 
 // The prompt cache's copy of a head's own cache, saved beside the target's state (the pairs
