@@ -93,8 +93,10 @@ function visionTable(rows, names) {
     for (const n of names) {
       const v = r.engines[n]?.vision;
       if (!v) continue;
-      t.push([r.cell, n, r.engines[n].tps.toFixed(1), v.prompt_tps.toFixed(1), String(v.images), fmtCount(v.image_tokens),
-        v.encode_ms.toFixed(1), v.rss_mib === null ? '-' : v.rss_mib.toFixed(0)]);
+      const one = (x) => (Number.isFinite(x) ? x.toFixed(1) : '-'); // a figure the engine does not report
+      t.push([r.cell, n, r.engines[n].tps.toFixed(1), one(v.prompt_tps), String(v.images),
+        Number.isFinite(v.image_tokens) ? fmtCount(v.image_tokens) : '-', one(v.encode_ms),
+        v.rss_mib === null ? '-' : v.rss_mib.toFixed(0)]);
     }
   }
   return t;

@@ -126,10 +126,13 @@ function cellRuns(spec, cell, engines) {
       // A counter the server does not report stays null (shown as "-").
       for (const k of counters) if (r[k] !== null && r[k] !== undefined) a.sums[k] = (a.sums[k] ?? 0) + r[k];
       a.text = r.text;
-      if (r.vision) {
-        a.prompt_tps.push(r.prompt_tps);
-        a.encode_ms.push(r.vision.encode_duration / 1e6 / r.vision.images);
-        a.image_tokens.push(r.vision.image_tokens / r.vision.images);
+      if (cell.images) {
+        // llama-server reports its prompt speed, not what its images cost (shown as "-").
+        if (Number.isFinite(r.prompt_tps)) a.prompt_tps.push(r.prompt_tps);
+        if (r.vision) {
+          a.encode_ms.push(r.vision.encode_duration / 1e6 / r.vision.images);
+          a.image_tokens.push(r.vision.image_tokens / r.vision.images);
+        }
         a.rss = await residentMiB(server); // the last run's reading is reported
       }
       if (constrained(engines[i])) {

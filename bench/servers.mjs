@@ -166,7 +166,7 @@ export async function generate(server, { prompt, numPredict, draft, schema, imag
   }
   const doneReason = j.stop_type ? (j.stop_type === 'limit' ? 'length' : 'stop') : (tokens >= numPredict ? 'length' : 'stop');
   return { tokens, tps: tokens / seconds, wall: (performance.now() - t0) / 1000, text: parseFailure ? null : j.content ?? null,
-           done_reason: doneReason,
+           done_reason: doneReason, prompt_tokens: j.timings?.prompt_n, prompt_tps: j.timings?.prompt_per_second,
            accepted: after.spec_decode_num_accepted_tokens_total - before.spec_decode_num_accepted_tokens_total,
            drafted: after.spec_decode_num_draft_tokens_total - before.spec_decode_num_draft_tokens_total,
            forced: null, forced_accepted: null, grammar_truncated: null, grammar_truncated_rounds: null, grammar_no_legal_draft: null };
@@ -201,7 +201,11 @@ async function llamaMetrics(server) {
 
 // The server's resident memory in MiB (specd's /api/debug/memory), null for other servers.
 export async function residentMiB(server) {
-  if (server.kind !== 'specd') return null;
+  if (server.kind !== 'specd') { // llama-server: its process's resident set
+    const fs = await import('node:fs');
+    const kb = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) / 1024 : null;
+  }
   const j = await (await fetch(`${server.url}/api/debug/memory`)).json();
   return j.resident_bytes / (1024 * 1024);
 }
