@@ -164,5 +164,8 @@ TEST(Logprobs, StopStringsCutTheReport) {
     EXPECT_LT(r.text.size(), full.text.size());
     EXPECT_LE(int(r.logprobs.size()), r.result.stats.eval_count);
     EXPECT_EQ(r.reported.compare(0, r.text.size(), r.text), 0) << r.reported << " | " << r.text;
-    for (size_t i = 0; i < r.logprobs.size(); ++i) EXPECT_FLOAT_EQ(r.logprobs[i].logprob, full.logprobs[i].logprob);
+    // The second run reuses the prompt's cells and decodes its last token alone, where the first
+    // read the prompt in one batch: ggml's one-row and many-row kernels round differently
+    // (measured 2e-6 apart on a 2-core AMD EPYC), so the same tokens' logprobs agree to 1e-4.
+    for (size_t i = 0; i < r.logprobs.size(); ++i) EXPECT_NEAR(r.logprobs[i].logprob, full.logprobs[i].logprob, 1e-4);
 }
