@@ -287,6 +287,20 @@ struct OwnCacheRun {
     }
 };
 
+// Two one-token proposals drafted from what should be the same cache: the same draft, and its
+// distribution's top candidates to within `tolerance` (the batch shapes' rounding).
+void expect_same_proposal(const spec::Proposal & a, const spec::Proposal & b, double tolerance) {
+    ASSERT_EQ(a.dists.size(), 1u);
+    ASSERT_EQ(b.dists.size(), 1u);
+    const spec::TokenDist & qa = a.dists[0];
+    const spec::TokenDist & qb = b.dists[0];
+    ASSERT_FALSE(qa.ids.empty());
+    for (size_t i = 0; i < std::min<size_t>(qa.ids.size(), 5); ++i) {
+        EXPECT_NEAR(qa.probs[i], qb.prob_of(qa.ids[i]), tolerance) << "candidate " << i;
+    }
+    EXPECT_EQ(a.tokens, b.tokens);
+}
+
 // A head's own cache fed chunk by chunk and round by round (each round's drafts verified, the
 // rejected positions taken back, the bridge pair before each part, the pairs of rounds
 // without drafts left waiting and decoded before the next draft) holds what one decode of the
@@ -339,17 +353,9 @@ void expect_fed_round_by_round_as_at_once(const HeadFixture & f, double toleranc
 
     const spec::Proposal a = inc.propose(1);
     const spec::Proposal b = once.propose(1);
-    ASSERT_EQ(a.dists.size(), 1u);
-    ASSERT_EQ(b.dists.size(), 1u);
     // Every one of the history's tokens weighs 1/n in the draft's input: one pair missing,
     // doubled or shifted moves the distribution far more than the batch shapes' rounding.
-    const spec::TokenDist & qa = a.dists[0];
-    const spec::TokenDist & qb = b.dists[0];
-    ASSERT_FALSE(qa.ids.empty());
-    for (size_t i = 0; i < std::min<size_t>(qa.ids.size(), 5); ++i) {
-        EXPECT_NEAR(qa.probs[i], qb.prob_of(qa.ids[i]), tolerance) << "candidate " << i;
-    }
-    EXPECT_EQ(a.tokens, b.tokens);
+    expect_same_proposal(a, b, tolerance);
 }
 
 } // namespace
@@ -401,15 +407,7 @@ TEST(HeadDraftEagle3, AParkedSequenceKeepsItsMostRecentPairsOnly) {
 
     const spec::Proposal a = inc.propose(1);
     const spec::Proposal b = once.propose(1);
-    ASSERT_EQ(a.dists.size(), 1u);
-    ASSERT_EQ(b.dists.size(), 1u);
-    const spec::TokenDist & qa = a.dists[0];
-    const spec::TokenDist & qb = b.dists[0];
-    ASSERT_FALSE(qa.ids.empty());
-    for (size_t i = 0; i < std::min<size_t>(qa.ids.size(), 5); ++i) {
-        EXPECT_NEAR(qa.probs[i], qb.prob_of(qa.ids[i]), 2e-3) << "candidate " << i;
-    }
-    EXPECT_EQ(a.tokens, b.tokens);
+    expect_same_proposal(a, b, 2e-3);
 }
 
 // EAGLE3's encoder runs in the decode that reads the target's rows, not after every target
@@ -479,15 +477,7 @@ void expect_restored_with_the_target(const HeadFixture & f, double tolerance) {
     b.keep(rest, rest.size());
     const spec::Proposal got = b.propose(1);
 
-    ASSERT_EQ(want.dists.size(), 1u);
-    ASSERT_EQ(got.dists.size(), 1u);
-    const spec::TokenDist & qa = want.dists[0];
-    const spec::TokenDist & qb = got.dists[0];
-    ASSERT_FALSE(qa.ids.empty());
-    for (size_t i = 0; i < std::min<size_t>(qa.ids.size(), 5); ++i) {
-        EXPECT_NEAR(qa.probs[i], qb.prob_of(qa.ids[i]), tolerance) << "candidate " << i;
-    }
-    EXPECT_EQ(want.tokens, got.tokens);
+    expect_same_proposal(want, got, tolerance);
 }
 
 } // namespace
