@@ -155,7 +155,7 @@ void HeadContext::make_dflash(const Model & target, uint32_t n_ctx, int n_seq, i
 }
 
 void HeadContext::after_target_decode(int32_t n_tokens) {
-    g_count_ = 0;
+    target_rows_ = 0;
     if ((kind_ != DraftKind::eagle3 && kind_ != DraftKind::dflash) || n_tokens <= 0) return;
     const size_t width = size_t(feature_width());
     if (size_t(n_tokens) * width > features_.size()) return;
@@ -173,12 +173,12 @@ void HeadContext::after_target_decode(int32_t n_tokens) {
     // encodes them itself), so a step whose rows wait, or go unread, costs no encoder pass:
     // one after every target decode was 2% of a 4-sequence step of a 768-wide target on 2
     // cores with every sequence parked at depth 0.
-    g_count_ = n_tokens;
+    target_rows_ = n_tokens;
 }
 
 const float * HeadContext::target_row(int32_t idx) const {
     if (kind_ != DraftKind::eagle3 && kind_ != DraftKind::dflash) return llama_get_embeddings_nextn_ith(target_ctx_, idx);
-    if (idx < 0 || idx >= g_count_) return nullptr;
+    if (idx < 0 || idx >= target_rows_) return nullptr;
     return features_.data() + size_t(idx) * size_t(feature_width());
 }
 

@@ -157,7 +157,7 @@ class HeadContext {
     int32_t              n_embd_target_ = 0;
     int32_t              n_layer_target_ = 0;
     std::vector<float>   features_;
-    int32_t              g_count_ = 0;
+    int32_t              target_rows_ = 0; // tokens of the last target decode in features_
     // DFlash.
     llama_token          mask_       = -1;
     int32_t              block_size_ = 16;

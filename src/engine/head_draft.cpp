@@ -89,7 +89,8 @@ void HeadDraft::restore_state(const cache::SeqState & state) {
 void HeadDraft::forget() {
     ctx_->forget(seq_);
     keep_backlog(0);
-    has_row_ = false;
+    prompt_waits_ = false;
+    has_row_      = false;
 }
 
 void HeadDraft::keep_backlog(size_t n) {
@@ -111,7 +112,7 @@ void HeadDraft::cut(llama_pos from) {
 }
 
 bool HeadDraft::flush_backlog() {
-    trim_backlog(backlog_window());
+    if (!prompt_waits_) trim_backlog(backlog_window());
     bool         ok = true;
     const size_t w  = size_t(ctx_->row_width());
     for (size_t i = 0; i < backlog_pos_.size(); ++i) {
@@ -121,9 +122,12 @@ bool HeadDraft::flush_backlog() {
     return ok;
 }
 
-bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, bool defer) {
+bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, Pairs how) {
     HeadContext & hc = *ctx_;
     if (!hc.own_cache() || n <= 0) return true;
+    const bool defer = how != Pairs::now;
+    if (how == Pairs::round) prompt_waits_ = false; // the first round: the prompt's pairs are a round's now
+    if (how == Pairs::prompt) prompt_waits_ = true;
     const llama_pos p0 = batch.pos[first];
     // The pair the last row waited for: its token is this part's first. DFlash reads each
     // position's own features, so nothing waits.
@@ -156,7 +160,9 @@ bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, bool d
     }
     // Trimmed when it holds twice the window, not at every pair: a pair's row is 9 KB
     // (EAGLE3's features of a 768-wide target), and flush_backlog trims it to the window.
-    if (defer && backlog_pos_.size() > 2 * backlog_window()) trim_backlog(backlog_window());
+    if (how == Pairs::round && backlog_pos_.size() > 2 * backlog_window()) trim_backlog(backlog_window());
+    // A long prompt's pairs go into the batch as they come, all of them.
+    if (how == Pairs::prompt && backlog_pos_.size() > k_prompt_wait) ok = flush_backlog() && ok;
     return ok;
 }
 
@@ -266,10 +272,12 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
         lanes.push_back(std::move(l));
     }
     // A head with its own cache: each sequence's cache ends right before its draft's first
-    // position, and the pairs waiting (every round's: the session defers them all) are decoded
-    // first. EAGLE3's and an MTP layer's go into the batch of the first draft tokens: one
-    // decode fewer per step (a feed decode's own cost was about 5 ms of a 768-wide EAGLE3
-    // head's step on 2 cores). DFlash drafts a block of its own after them.
+    // position, and the pairs waiting (every round's and a prompt's: the session defers them
+    // all) are decoded first. EAGLE3's and an MTP layer's go into the batch of the first draft
+    // tokens: one decode fewer per step. Every token of that batch is an output, but the rows
+    // of logits cost less than a decode of its own: a 768-wide EAGLE3 head on 2 cores took
+    // 8.4 ms for a pair and a draft token together against 15.5 ms apart, 40 ms against 46
+    // for 32 pairs, and about the same for 64. DFlash drafts a block of its own after them.
     bool carried = false; // the batch holds the pairs when the draft loop starts
     if (hc.own_cache() && !lanes.empty()) {
         hc.clear();

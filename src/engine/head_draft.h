@@ -11,11 +11,12 @@
 // token, which is always decoded again, gives the row back. EAGLE3's cache is its own: after
 // every target decode the sequence feeds it the pairs of the tokens decoded (the token at P+1
 // with the row of P; the last one waits for the token that follows it, as the "bridge"
-// before the next part, or as the first token of the next draft). Its cache is not saved in
-// the prompt cache: a prompt whose prefix the sequence still holds in place keeps it (the
-// last kept token is decoded again, to give its row), any other starts it over, and the head
-// then attends to the prompt's new part only; after an image or a context shift likewise. A
-// request that does not draft does not feed it (and starts it over).
+// before the next part, or as the first token of the next draft). The prompt cache saves it
+// beside the target's state (save_state); a prompt whose prefix the sequence still holds in
+// place, or that such a state brought back, keeps it (the last kept token is decoded again, to
+// give its row), any other starts it over, and the head then attends to the prompt's new part
+// only; after an image or a context shift likewise. A request that does not draft does not
+// feed it (and starts it over).
 //
 // DFlash's cache is its own too, fed each decoded position's features; it drafts a block at
 // once (the row's token, then a mask at every position to draft) and keeps nothing of it.
@@ -47,9 +48,27 @@ struct HeadJob {
 
 class HeadDraft : public CompanionState {
   public:
-    // Pairs a sequence that drafted nothing for a while (feed's `defer`) decodes when it drafts
-    // again, at most.
+    // Pairs a sequence that drafted nothing for a while (feed's Pairs::round) decodes when it
+    // drafts again, at most.
     static constexpr size_t k_backlog_max = 32;
+    // A prompt's pairs that wait for the sequence's first round (Pairs::prompt), at most: a
+    // longer prompt's are decoded as they come, all but the last ones. The bound keeps the
+    // waiting rows small (64 pairs of EAGLE3's features of a 4096-wide target are 3 MiB).
+    static constexpr size_t k_prompt_wait = 64;
+
+    // How feed's pairs reach the head's cache.
+    enum class Pairs {
+        now,    // into the context's batch at once (its caller decodes it)
+        // A prompt's: they wait, whole, for the sequence's first round, which decodes them if it
+        // drafts; a round that does not (the drafting gate said no, the request starts parked)
+        // leaves them waiting as a round's. So a request that never drafts costs no head decode
+        // for its prompt.
+        prompt,
+        // A round's: they wait for the sequence's next draft, which decodes them with its first
+        // tokens (a round costs no head decode of its own); a sequence that drafts nothing for
+        // a while keeps only its most recent ones (trim_backlog).
+        round,
+    };
 
     // Sequence `seq` of `ctx` (the target's sequence of the same id).
     HeadDraft(std::shared_ptr<HeadContext> ctx, llama_seq_id seq);
@@ -75,15 +94,12 @@ class HeadDraft : public CompanionState {
     void   forget();
 
     // After a decode of the target, before its logits are read: this sequence's tokens were
-    // at indices [first, first + n) of `batch`. A head with its own cache adds their pairs to
-    // its context's batch (after HeadContext::after_target_decode), which the session then
-    // decodes for all sequences at once (HeadContext::decode(false)); others need nothing.
-    // `defer` (every round's, in the session): the pairs wait in the sequence's backlog, decoded
-    // with the next pairs fed or with the next draft's first tokens, so that a round costs no
-    // head decode of its own and a request whose depth controller stopped drafting none at all
-    // (only the most recent pairs are decoded then: trim_backlog). false when a decode
-    // of a full batch failed.
-    bool feed(const llama_batch & batch, int32_t first, int32_t n, bool defer = false);
+    // at indices [first, first + n) of `batch`. A head with its own cache takes their pairs
+    // (after HeadContext::after_target_decode) as `how` says: into its context's batch, which
+    // the caller then decodes for all sequences at once (HeadContext::decode(false)), or into
+    // the sequence's backlog, decoded with the next pairs fed now or with the next draft's
+    // first tokens. Others need nothing. false when a decode of a full batch failed.
+    bool feed(const llama_batch & batch, int32_t first, int32_t n, Pairs how = Pairs::now);
     // Then: the target's row at batch index `idx` chose the token that follows what `kv` now
     // holds.
     void take_row(int32_t idx, const KvSequence & kv);
@@ -127,10 +143,13 @@ class HeadDraft : public CompanionState {
     bool                         has_row_ = false;
     // restore_state brought back pairs before this position, for the next begin_prompt.
     std::optional<llama_pos>     restored_end_;
-    // Pairs fed but not decoded yet (feed's `defer`), in position order, each with its row.
+    // Pairs fed but not decoded yet, in position order, each with its row.
     std::vector<llama_token>     backlog_tokens_;
     std::vector<llama_pos>       backlog_pos_;
     std::vector<float>           backlog_rows_;
+    // The backlog holds a prompt's pairs, which are not trimmed (Pairs::prompt), until the
+    // sequence's first round is fed.
+    bool                         prompt_waits_ = false;
 };
 
 } // namespace specd::engine

@@ -244,10 +244,10 @@ int64_t Session::feed_head(const std::vector<RequestRun *> & in_batch) {
     head_ctx_->clear();
     bool ok = true;
     for (RequestRun * r : feeding) {
-        // A round's pairs wait (HeadDraft::feed's `defer`) for the sequence's next draft, which
-        // decodes them with its first tokens; a prompt's are decoded now, all of them.
-        const bool defer = !r->prefilling();
-        ok = r->slot.head->feed(batch_.get(), r->batch_part().first, r->batch_part().n, defer) && ok;
+        // A round's pairs wait for the sequence's next draft, which decodes them with its first
+        // tokens; a prompt's wait for its first round (HeadDraft::Pairs).
+        const auto how = r->prefilling() ? HeadDraft::Pairs::prompt : HeadDraft::Pairs::round;
+        ok = r->slot.head->feed(batch_.get(), r->batch_part().first, r->batch_part().n, how) && ok;
     }
     if (head_ctx_->size() > 0) ok = head_ctx_->decode(/*drafting=*/false) && ok;
     if (!ok) {

@@ -255,7 +255,7 @@ struct OwnCacheRun {
 
     // Decodes `tokens` after what the target holds and feeds them to the head. Returns the
     // target's greedy choice after each token.
-    std::vector<llama_token> decode(const std::vector<llama_token> & tokens, bool defer = false) {
+    std::vector<llama_token> decode(const std::vector<llama_token> & tokens, HeadDraft::Pairs how = HeadDraft::Pairs::now) {
         Batch batch(256, 1);
         for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], kv.next_pos() + llama_pos(i), 0, true);
         if (llama_decode(tctx.ctx.get(), batch.get()) != 0) throw std::runtime_error("target decode failed");
@@ -267,7 +267,7 @@ struct OwnCacheRun {
         }
         ctx->after_target_decode(batch.size());
         ctx->clear();
-        if (!head.feed(batch.get(), 0, batch.size(), defer)) throw std::runtime_error("head feed failed");
+        if (!head.feed(batch.get(), 0, batch.size(), how)) throw std::runtime_error("head feed failed");
         return choices;
     }
 
@@ -332,7 +332,7 @@ void expect_fed_round_by_round_as_at_once(const HeadFixture & f, double toleranc
         ASSERT_EQ(p.tokens.size(), idle ? 0u : 3u) << "round " << round;
         std::vector<llama_token> tokens{inc.history.back()};
         tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
-        const auto choices = inc.decode(tokens, /*defer=*/idle);
+        const auto choices = inc.decode(tokens, idle ? HeadDraft::Pairs::round : HeadDraft::Pairs::now);
         size_t     n_acc   = 0;
         while (n_acc < p.tokens.size() && choices[n_acc] == p.tokens[n_acc]) ++n_acc;
         rejected += int(p.tokens.size() - n_acc);
@@ -386,7 +386,7 @@ TEST(HeadDraftEagle3, AParkedSequenceKeepsItsMostRecentPairsOnly) {
     }
     for (size_t round = 0; round < window + 8; ++round) {
         const std::vector<llama_token> tokens{inc.history.back()};
-        const auto                     choices = inc.decode(tokens, /*defer=*/true);
+        const auto                     choices = inc.decode(tokens, HeadDraft::Pairs::round);
         inc.keep(tokens, 1);
         inc.history.push_back(choices[0]);
     }
@@ -427,7 +427,7 @@ TEST(HeadDraftEagle3, RowsWaitingForTheHeadCostNoEncoderPass) {
     EXPECT_EQ(after_prompt, 1) << "the prompt's pairs, fed now, in one pass";
     for (int round = 0; round < 6; ++round) {
         const std::vector<llama_token> tokens{run.history.back()};
-        const auto                     choices = run.decode(tokens, /*defer=*/true);
+        const auto                     choices = run.decode(tokens, HeadDraft::Pairs::round);
         run.keep(tokens, 1);
         run.history.push_back(choices[0]);
     }
@@ -435,6 +435,56 @@ TEST(HeadDraftEagle3, RowsWaitingForTheHeadCostNoEncoderPass) {
     const spec::Proposal p = run.propose(3);
     EXPECT_FALSE(p.tokens.empty());
     EXPECT_EQ(run.ctx->encodes(), after_prompt + 1) << "the waiting pairs and the row in one pass";
+}
+
+// A prompt's pairs wait for the sequence's first round (HeadDraft::Pairs::prompt): a request
+// whose rounds draft nothing (the drafting gate said no, it started parked) costs no encoder
+// pass for its prompt, and the draft that follows encodes what waits in one.
+TEST(HeadDraftEagle3, APromptsPairsCostNoEncoderPassUntilItDrafts) {
+    const HeadFixture f{"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3};
+    OwnCacheRun       run(f);
+    run.history = run.target->tokenize("Once upon a time, in a land far away,", true, true);
+    {
+        const auto prompt  = run.history;
+        const auto choices = run.decode(prompt, HeadDraft::Pairs::prompt);
+        run.keep(prompt, prompt.size());
+        run.history.push_back(choices.back());
+    }
+    EXPECT_EQ(run.ctx->encodes(), 0) << "the prompt's pairs wait";
+    for (int round = 0; round < 4; ++round) {
+        const std::vector<llama_token> tokens{run.history.back()};
+        const auto                     choices = run.decode(tokens, HeadDraft::Pairs::round);
+        run.keep(tokens, 1);
+        run.history.push_back(choices[0]);
+    }
+    EXPECT_EQ(run.ctx->encodes(), 0) << "rounds without drafts encode nothing either";
+    EXPECT_FALSE(run.propose(3).tokens.empty());
+    EXPECT_EQ(run.ctx->encodes(), 1) << "the prompt's and the rounds' pairs and the row in one pass";
+}
+
+// A prompt's waiting pairs are kept whole, also beyond the window a parked sequence keeps
+// (HeadDraft::k_backlog_max), and one longer than HeadDraft::k_prompt_wait is decoded as it
+// comes: the first draft drafts from every pair of the prompt, as after a prompt fed at once.
+// The uniform-attention head weighs every pair alike: one pair dropped moves its
+// distribution far beyond the tolerance.
+TEST(HeadDraftEagle3, AWaitingPromptIsDraftedFromWhole) {
+    const HeadFixture f{"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3};
+    for (const size_t at_least : {HeadDraft::k_backlog_max + 8, HeadDraft::k_prompt_wait + 20}) {
+        OwnCacheRun waited(f), fed(f);
+        std::string text = "Once upon a time,";
+        while (waited.target->tokenize(text, true, true).size() < at_least) text += " in a land far away, a king";
+        const auto prompt = waited.target->tokenize(text, true, true);
+        ASSERT_LT(prompt.size(), size_t(200)) << "the runs' batches hold 256 tokens";
+        for (auto [run, how] : {std::pair{&waited, HeadDraft::Pairs::prompt}, std::pair{&fed, HeadDraft::Pairs::now}}) {
+            run->history       = prompt;
+            const auto choices = run->decode(prompt, how);
+            run->keep(prompt, prompt.size());
+            run->history.push_back(choices.back());
+        }
+        EXPECT_EQ(waited.ctx->encodes() > 0, prompt.size() > HeadDraft::k_prompt_wait)
+            << prompt.size() << " tokens: only a prompt longer than the wait is encoded before the draft";
+        expect_same_proposal(waited.propose(1), fed.propose(1), 2e-3);
+    }
 }
 
 namespace {
@@ -455,7 +505,7 @@ void expect_restored_with_the_target(const HeadFixture & f, double tolerance) {
     }
     for (int round = 0; round < 4; ++round) { // rounds without drafts: their pairs wait
         const std::vector<llama_token> tokens{a.history.back()};
-        const auto                     choices = a.decode(tokens, /*defer=*/true);
+        const auto                     choices = a.decode(tokens, HeadDraft::Pairs::round);
         a.keep(tokens, 1);
         a.history.push_back(choices[0]);
     }
