@@ -280,6 +280,26 @@ struct OwnCacheRun {
         if (ctx->size() > 0 && !ctx->decode(/*drafting=*/false)) throw std::runtime_error("head feed failed");
     }
 
+    // A prompt read as the session reads one: decoded and fed as `how` says; the history is the
+    // prompt and the target's choice after it.
+    void read_prompt(const std::vector<llama_token> & prompt, HeadDraft::Pairs how = HeadDraft::Pairs::now) {
+        history            = prompt;
+        const auto choices = decode(prompt, how);
+        keep(prompt, prompt.size());
+        history.push_back(choices.back());
+    }
+
+    // `n` rounds that draft nothing (as at depth 0): the last token decoded alone, its pair
+    // left waiting as the session leaves a round's.
+    void idle_rounds(size_t n) {
+        for (size_t round = 0; round < n; ++round) {
+            const std::vector<llama_token> tokens{history.back()};
+            const auto                     choices = decode(tokens, HeadDraft::Pairs::round);
+            keep(tokens, 1);
+            history.push_back(choices[0]);
+        }
+    }
+
     spec::Proposal propose(int k) {
         std::vector<HeadJob> job{{.head = &head, .req = {.history = history, .k = k, .seed = 3}}};
         HeadDraft::propose_together(job);
@@ -377,19 +397,8 @@ TEST(HeadDraftEagle3, AParkedSequenceKeepsItsMostRecentPairsOnly) {
     const HeadFixture f{"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3};
     const size_t      window = HeadDraft::k_backlog_max;
     OwnCacheRun       inc(f);
-    inc.history = inc.target->tokenize("Once upon a time, in a land far away,", true, true);
-    {
-        const auto prompt  = inc.history;
-        const auto choices = inc.decode(prompt);
-        inc.keep(prompt, prompt.size());
-        inc.history.push_back(choices.back());
-    }
-    for (size_t round = 0; round < window + 8; ++round) {
-        const std::vector<llama_token> tokens{inc.history.back()};
-        const auto                     choices = inc.decode(tokens, HeadDraft::Pairs::round);
-        inc.keep(tokens, 1);
-        inc.history.push_back(choices[0]);
-    }
+    inc.read_prompt(inc.target->tokenize("Once upon a time, in a land far away,", true, true));
+    inc.idle_rounds(window + 8);
 
     // The reference: the target reads the same history; the head is fed only its last
     // `window` pairs (its cache forgotten before them).
@@ -416,21 +425,10 @@ TEST(HeadDraftEagle3, AParkedSequenceKeepsItsMostRecentPairsOnly) {
 TEST(HeadDraftEagle3, RowsWaitingForTheHeadCostNoEncoderPass) {
     const HeadFixture f{"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3};
     OwnCacheRun       run(f);
-    run.history = run.target->tokenize("Once upon a time, in a land far away,", true, true);
-    {
-        const auto prompt  = run.history;
-        const auto choices = run.decode(prompt);
-        run.keep(prompt, prompt.size());
-        run.history.push_back(choices.back());
-    }
+    run.read_prompt(run.target->tokenize("Once upon a time, in a land far away,", true, true));
     const int64_t after_prompt = run.ctx->encodes();
     EXPECT_EQ(after_prompt, 1) << "the prompt's pairs, fed now, in one pass";
-    for (int round = 0; round < 6; ++round) {
-        const std::vector<llama_token> tokens{run.history.back()};
-        const auto                     choices = run.decode(tokens, HeadDraft::Pairs::round);
-        run.keep(tokens, 1);
-        run.history.push_back(choices[0]);
-    }
+    run.idle_rounds(6);
     EXPECT_EQ(run.ctx->encodes(), after_prompt) << "parked rounds encode nothing";
     const spec::Proposal p = run.propose(3);
     EXPECT_FALSE(p.tokens.empty());
@@ -443,20 +441,9 @@ TEST(HeadDraftEagle3, RowsWaitingForTheHeadCostNoEncoderPass) {
 TEST(HeadDraftEagle3, APromptsPairsCostNoEncoderPassUntilItDrafts) {
     const HeadFixture f{"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3};
     OwnCacheRun       run(f);
-    run.history = run.target->tokenize("Once upon a time, in a land far away,", true, true);
-    {
-        const auto prompt  = run.history;
-        const auto choices = run.decode(prompt, HeadDraft::Pairs::prompt);
-        run.keep(prompt, prompt.size());
-        run.history.push_back(choices.back());
-    }
+    run.read_prompt(run.target->tokenize("Once upon a time, in a land far away,", true, true), HeadDraft::Pairs::prompt);
     EXPECT_EQ(run.ctx->encodes(), 0) << "the prompt's pairs wait";
-    for (int round = 0; round < 4; ++round) {
-        const std::vector<llama_token> tokens{run.history.back()};
-        const auto                     choices = run.decode(tokens, HeadDraft::Pairs::round);
-        run.keep(tokens, 1);
-        run.history.push_back(choices[0]);
-    }
+    run.idle_rounds(4);
     EXPECT_EQ(run.ctx->encodes(), 0) << "rounds without drafts encode nothing either";
     EXPECT_FALSE(run.propose(3).tokens.empty());
     EXPECT_EQ(run.ctx->encodes(), 1) << "the prompt's and the rounds' pairs and the row in one pass";
@@ -475,12 +462,8 @@ TEST(HeadDraftEagle3, AWaitingPromptIsDraftedFromWhole) {
         while (waited.target->tokenize(text, true, true).size() < at_least) text += " in a land far away, a king";
         const auto prompt = waited.target->tokenize(text, true, true);
         ASSERT_LT(prompt.size(), size_t(200)) << "the runs' batches hold 256 tokens";
-        for (auto [run, how] : {std::pair{&waited, HeadDraft::Pairs::prompt}, std::pair{&fed, HeadDraft::Pairs::now}}) {
-            run->history       = prompt;
-            const auto choices = run->decode(prompt, how);
-            run->keep(prompt, prompt.size());
-            run->history.push_back(choices.back());
-        }
+        waited.read_prompt(prompt, HeadDraft::Pairs::prompt);
+        fed.read_prompt(prompt);
         EXPECT_EQ(waited.ctx->encodes() > 0, prompt.size() > HeadDraft::k_prompt_wait)
             << prompt.size() << " tokens: only a prompt longer than the wait is encoded before the draft";
         expect_same_proposal(waited.propose(1), fed.propose(1), 2e-3);
@@ -496,19 +479,8 @@ namespace {
 // history instead of all of them.
 void expect_restored_with_the_target(const HeadFixture & f, double tolerance) {
     OwnCacheRun a(f);
-    a.history = a.target->tokenize("Once upon a time, in a land far away,", true, true);
-    {
-        const auto prompt  = a.history;
-        const auto choices = a.decode(prompt);
-        a.keep(prompt, prompt.size());
-        a.history.push_back(choices.back());
-    }
-    for (int round = 0; round < 4; ++round) { // rounds without drafts: their pairs wait
-        const std::vector<llama_token> tokens{a.history.back()};
-        const auto                     choices = a.decode(tokens, HeadDraft::Pairs::round);
-        a.keep(tokens, 1);
-        a.history.push_back(choices[0]);
-    }
+    a.read_prompt(a.target->tokenize("Once upon a time, in a land far away,", true, true));
+    a.idle_rounds(4); // rounds without drafts: their pairs wait
     const auto target_state = a.kv.save(size_t(1) << 30);
     const auto head_state   = a.head.save_state(a.kv, size_t(1) << 30);
     ASSERT_TRUE(target_state.has_value());
