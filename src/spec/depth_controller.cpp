@@ -30,6 +30,18 @@ constexpr double k_probe_surprise = 0.25;
 constexpr double k_fold_trials   = 32.0;
 constexpr double k_fold_rounds   = 8.0;
 constexpr double k_fold_step_max = 0.5;
+// The shape by position: each position's estimate is pulled towards the one before it with
+// this many pseudo-trials, so a position with little evidence (deep ones are drafted only
+// behind accepted ones) reads like its neighbour and one never drafted like the deepest
+// measured; the prior's shape weighs at most this many trials per position in a new request
+// (enough to plan its first rounds, little beside its own rounds); and the trials the prior
+// keeps per position are scaled down together past the cap, keeping their mix.
+constexpr double k_shape_shrink       = 4.0;
+constexpr double k_shape_prior_weight = 16.0;
+constexpr double k_shape_trials_cap   = 4096.0;
+// No position's acceptance is planned as certain: a run of sure accepts would make every
+// depth look free.
+constexpr double k_position_p_max = 0.999;
 
 double blend(double prior, double measured, double evidence, double evidence_half) {
     const double eta = std::min(k_fold_step_max, evidence / (evidence + evidence_half));
@@ -123,6 +135,26 @@ DepthController::DepthController(const DepthPrior & prior, std::optional<int> dr
 
     stats_.drafted_per_position.assign(size_t(config_.k_max), 0);
     stats_.accepted_per_position.assign(size_t(config_.k_max), 0);
+
+    const size_t positions = size_t(config_.k_max);
+    pos_s_.assign(positions, 0.0);
+    pos_n_.assign(positions, 0.0);
+    own_pos_s_.assign(positions, 0);
+    own_pos_n_.assign(positions, 0);
+    pos_recent_.assign(positions, 0.0);
+    // The prior's alpha stands for `alpha_weight` trials in the mix of positions the model's
+    // requests drafted: the recent mix starts as that.
+    double prior_trials = 0.0;
+    for (size_t i = 0; i < positions && i < prior.position_trials.size(); ++i) {
+        prior_trials += std::max(0.0, prior.position_trials[i]);
+    }
+    for (size_t i = 0; i < positions && i < prior.position_trials.size() && i < prior.position_p.size(); ++i) {
+        const double n = std::max(0.0, prior.position_trials[i]);
+        const double w = std::min(n, k_shape_prior_weight);
+        pos_s_[i]      = std::clamp(prior.position_p[i], 0.0, 1.0) * w;
+        pos_n_[i]      = w;
+        pos_recent_[i] = prior_trials > 0.0 ? weight * n / prior_trials : 0.0;
+    }
 }
 
 double DepthController::beta_a() const {
@@ -146,6 +178,41 @@ double DepthController::alpha_plan() const {
                             ? 1.0 - double(drafting_rounds_) / double(config_.explore_rounds)
                             : 0.0;
     return std::min(mean + config_.explore_z * std::max(0.0, left) * sd, 1.0);
+}
+
+std::vector<double> DepthController::acceptance_by_position() const {
+    return acceptance_by_position(alpha_plan(), cap_);
+}
+
+std::vector<double> DepthController::acceptance_by_position(double level, int n) const {
+    const size_t positions = pos_n_.size();
+    // Each position's rate, pulled towards the one before it; the first towards the rate of
+    // all positions together.
+    double s_all = 0.0, n_all = 0.0;
+    for (size_t i = 0; i < positions; ++i) {
+        s_all += pos_s_[i];
+        n_all += pos_n_[i];
+    }
+    std::vector<double> rate(positions);
+    double              before = n_all > 0.0 ? s_all / n_all : 1.0;
+    for (size_t i = 0; i < positions; ++i) {
+        rate[i] = (pos_s_[i] + k_shape_shrink * before) / (pos_n_[i] + k_shape_shrink);
+        before  = rate[i];
+    }
+    // The level was measured on the recent rounds' positions: scale the shape to average 1
+    // over them.
+    double mix = 0.0, recent = 0.0;
+    for (size_t i = 0; i < positions; ++i) {
+        mix += pos_recent_[i] * rate[i];
+        recent += pos_recent_[i];
+    }
+    const double mean = recent > 0.0 && mix > 0.0 ? mix / recent : (n_all > 0.0 ? s_all / n_all : 1.0);
+    std::vector<double> h(size_t(std::max(0, n)), std::clamp(level, 0.0, k_position_p_max));
+    for (size_t i = 0; i < h.size() && positions > 0; ++i) {
+        const double shape = mean > 0.0 ? rate[std::min(i, positions - 1)] / mean : 1.0;
+        h[i]               = std::clamp(level * shape, 0.0, k_position_p_max);
+    }
+    return h;
 }
 
 // Ridge regression of verify time on (1, d, x), z = (t_1, o, c_v), each cost pulled towards
@@ -233,7 +300,8 @@ DepthController::RoundPlan DepthController::best_round(int forced_min, int force
         t_1 = (t_1 + o + (b - 1.0) * c_v) / b;
         o   = 0.0;
     }
-    const double a = alpha_plan(), p = forced_p();
+    const std::vector<double> h = acceptance_by_position(alpha_plan(), cap_);
+    const double              p = forced_p();
     RoundPlan    best{forced_min, 0};
     double       best_rate = -1.0;
     double       forced_sum = 0.0, p_m = 1.0;
@@ -246,7 +314,7 @@ DepthController::RoundPlan DepthController::best_round(int forced_min, int force
         double draft_sum = 0.0, a_k = 1.0;
         for (int k = 0; k <= cap_; ++k) {
             if (k > 0) {
-                a_k *= a;
+                a_k *= h[size_t(k - 1)];
                 draft_sum += a_k;
             }
             const double fixed = m + k > 0 ? o : 0.0;
@@ -330,7 +398,8 @@ void DepthController::observe(const RoundObservation & round) {
     const int accepted = round.drafts_judged ? std::clamp(round.n_accepted, 0, drafted) : 0;
     const int judged   = round.drafts_judged ? drafted : 0; // drafts with a verdict
     // How likely this round's full accept was under what we believed before it.
-    const double p_full_accept = std::pow(alpha(), judged);
+    double p_full_accept = 1.0;
+    for (const double h : acceptance_by_position(alpha(), judged)) p_full_accept *= h;
 
     stats_.rounds++;
     stats_.k_sum += k;
@@ -355,9 +424,21 @@ void DepthController::observe(const RoundObservation & round) {
         successes_ += accepted;
         failures_ += rejected;
         if (pool_) pool_->add(accepted, rejected > 0);
+        // Position i was tried when the drafts before it were accepted and it was drafted.
+        for (double & n : pos_recent_) n *= config_.alpha_forget;
+        const size_t tried = std::min(size_t(std::min(judged, accepted + 1)), pos_n_.size());
+        for (size_t i = 0; i < tried; ++i) {
+            const bool ok = int(i) < accepted;
+            pos_s_[i] += ok ? 1.0 : 0.0;
+            pos_n_[i] += 1.0;
+            own_pos_s_[i] += ok ? 1 : 0;
+            own_pos_n_[i] += 1;
+            pos_recent_[i] += 1.0;
+        }
     } else {
         acc_a_ *= config_.alpha_forget_idle;
         acc_b_ *= config_.alpha_forget_idle;
+        for (double & n : pos_recent_) n *= config_.alpha_forget_idle;
     }
 
     if (const int forced = std::max(0, round.n_forced); forced > 0) {
@@ -435,6 +516,23 @@ void DepthController::fold_into(DepthPrior & prior) const {
         const double measured = one_step_s_ / double(one_steps_);
         prior.step_s          = prior.step_s > 0.0 ? blend(prior.step_s, measured, double(one_steps_), k_fold_rounds)
                                                    : measured;
+    }
+    // The shape: each position's rate moves like alpha; the trials keep the positions' mix.
+    const size_t positions = own_pos_n_.size();
+    if (prior.position_p.size() < positions) prior.position_p.resize(positions, 0.0);
+    if (prior.position_trials.size() < positions) prior.position_trials.resize(positions, 0.0);
+    double most = 0.0;
+    for (size_t i = 0; i < positions; ++i) {
+        if (own_pos_n_[i] == 0) continue;
+        const double measured = double(own_pos_s_[i]) / double(own_pos_n_[i]);
+        prior.position_p[i]   = prior.position_trials[i] > 0.0
+                                    ? blend(prior.position_p[i], measured, double(own_pos_n_[i]), k_fold_trials)
+                                    : measured;
+        prior.position_trials[i] += double(own_pos_n_[i]);
+        most = std::max(most, prior.position_trials[i]);
+    }
+    if (most > k_shape_trials_cap) {
+        for (double & n : prior.position_trials) n *= k_shape_trials_cap / most;
     }
     prior.zero_streak   = zero_streak_;
     prior.failed_probes = failed_probes_;

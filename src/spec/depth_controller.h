@@ -2,9 +2,14 @@
 // How many tokens to draft in the next round: a pure policy. plan() returns a depth k,
 // observe() takes what the round did; everything it knows arrives through observe().
 //
-// Model: each draft position is accepted with probability alpha until the first
-// rejection, so a round with k drafts yields E[tokens | k] = (1 - alpha^(k+1)) / (1 - alpha)
-// tokens (the accepted prefix plus the target's own bonus/correction token) and costs
+// Model: draft position i is accepted with probability h_i once the drafts before it were,
+// until the first rejection, so a round with k drafts yields E[tokens | k] = 1 + h_1 +
+// h_1 h_2 + ... + h_1...h_k tokens (the accepted prefix plus the target's own
+// bonus/correction token). h_i = alpha * s_i: a level alpha, learned fast (it drifts with the
+// text, an image, the grammar), times a shape s_i, learned slowly and carried between the
+// model's requests (how the drafter's acceptance changes with depth: a head that reads the
+// target's hidden states errs more the further it drafts from them). With no evidence on the
+// shape every s_i is 1 (a geometric run). A round costs
 // time(k) = t_1 + [k > 0] * o + k * (c_d + c_v): a step of several positions costs a fixed o
 // more than a one-token step (the target leaves its one-token path; a head's own cache is fed
 // only after rounds that drafted). plan() picks the k in 0..cap with the highest
@@ -63,6 +68,10 @@ struct DepthPrior {
     // (each one also brings the draft model's cache up to date) are a real cost.
     int     zero_streak   = 0;   // rounds at depth 0 since the last probe
     int     failed_probes = 0;   // probes in a row that confirmed depth 0
+    // Acceptance by draft position, conditional on the drafts before it being accepted
+    // ([i]: position i + 1), and the trials behind each (capped): the shape's evidence.
+    std::vector<double> position_p;
+    std::vector<double> position_trials;
 };
 
 struct DepthConfig {
@@ -146,9 +155,13 @@ class DepthController {
     double     forced_p() const;
     int        k_cap() const { return cap_; }
     // Posterior mean of alpha (the request's evidence and the pool's), and the optimistic
-    // value best_k() uses while exploring.
+    // value best_k() uses while exploring. alpha is the acceptance of a draft position as the
+    // recent rounds' positions mix them.
     double     alpha() const;
     double     alpha_plan() const;
+    // h_1..h_cap as best_k() plans them (level alpha_plan()): [i] is position i + 1's
+    // acceptance once the drafts before it were accepted.
+    std::vector<double> acceptance_by_position() const;
     DepthCosts costs() const;
 
     const DepthStats & stats() const { return stats_; }
@@ -173,6 +186,17 @@ class DepthController {
     // The Beta's parameters: the base, the request's faded counts and a share of the pool's.
     double  beta_a() const;
     double  beta_b() const;
+
+    // The shape, per draft position: successes and trials, the prior's pseudo-counts plus
+    // this request's (unfaded: the shape is the drafter's, it does not drift with the text);
+    // the request's own, for fold_into; and the recent trials (faded like acc_*), the mix of
+    // positions alpha was measured on.
+    std::vector<double>  pos_s_, pos_n_;
+    std::vector<int64_t> own_pos_s_, own_pos_n_;
+    std::vector<double>  pos_recent_;
+    // h_1..h_n for a level: alpha * s_i, the shape scaled so that it averages 1 over the
+    // recent positions' mix (a level measured mostly at position 1 is position 1's rate).
+    std::vector<double> acceptance_by_position(double level, int n) const;
 
     // Exponentially weighted sums for regressing y on d = [x > 0] and x (d * x = x, d * d = d).
     struct WeightedSums {

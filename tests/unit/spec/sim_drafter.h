@@ -6,6 +6,7 @@
 #include "spec/acceptance_pool.h"
 #include "spec/depth_controller.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct SimParams {
     // What a step verifying more than one position costs beyond t_1 + n * c_v (a one-token
     // step takes a cheaper path, and a head's cache is fed only when it drafted).
     double overhead = 0.0;
+    // When not empty: position i + 1 is accepted with by_position[i] (the last value for
+    // deeper ones) instead of alpha.
+    std::vector<double> by_position;
 };
 
 class SimDrafter {
@@ -42,7 +46,7 @@ class SimDrafter {
         while (r.n_drafted < k && (p_.coverage >= 1.0 || uniform() < p_.coverage)) {
             r.n_drafted++;
         }
-        while (r.n_accepted < r.n_drafted && uniform() < p_.alpha) {
+        while (r.n_accepted < r.n_drafted && uniform() < acceptance(r.n_accepted)) {
             r.n_accepted++;
         }
         r.draft_s  = r.n_drafted * p_.c_d * noise();
@@ -53,6 +57,12 @@ class SimDrafter {
     // What the round really cost; throughput is measured on this, not on the jittered times.
     double cost(const RoundObservation & r) const {
         return step_cost(p_, 1 + r.n_drafted) + r.n_drafted * p_.c_d;
+    }
+
+    // Position i + 1's acceptance once the drafts before it were accepted.
+    double acceptance(int i) const {
+        if (p_.by_position.empty()) return p_.alpha;
+        return p_.by_position[std::min(size_t(i), p_.by_position.size() - 1)];
     }
 
   private:
