@@ -196,6 +196,11 @@ TEST(DepthController, LearnsAcceptanceThatChangesWithDepth) {
                     c.by_position[0], c.ratio, best_k, best_tps, ctrl_tps, ctrl_tps / best_tps, dc.stats().mean_k());
         SCOPED_TRACE(testing::Message() << "first " << c.by_position[0] << " ratio " << c.ratio);
         EXPECT_GE(ctrl_tps, 0.98 * best_tps);
+        // The shape it plans with is the drafter's: position 3 against position 1 (both drafted
+        // in nearly every round), whatever the level's noise.
+        const std::vector<double> h = dc.acceptance_by_position();
+        ASSERT_GE(h.size(), 3u);
+        EXPECT_NEAR(h[2] / h[0], c.by_position[2] / c.by_position[0], 0.05);
     }
 }
 
