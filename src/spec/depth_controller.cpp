@@ -137,9 +137,8 @@ DepthController::DepthController(const DepthPrior & prior, std::optional<int> dr
     stats_.accepted_per_position.assign(size_t(config_.k_max), 0);
 
     const size_t positions = size_t(config_.k_max);
-    pos_s_.assign(positions, 0.0);
-    pos_n_.assign(positions, 0.0);
-    own_pos_s_.assign(positions, 0);
+    prior_pos_s_.assign(positions, 0.0);
+    prior_pos_n_.assign(positions, 0.0);
     own_pos_n_.assign(positions, 0);
     pos_recent_.assign(positions, 0.0);
     // The prior's alpha stands for `alpha_weight` trials in the mix of positions the model's
@@ -151,9 +150,9 @@ DepthController::DepthController(const DepthPrior & prior, std::optional<int> dr
     for (size_t i = 0; i < positions && i < prior.position_trials.size() && i < prior.position_p.size(); ++i) {
         const double n = std::max(0.0, prior.position_trials[i]);
         const double w = std::min(n, k_shape_prior_weight);
-        pos_s_[i]      = std::clamp(prior.position_p[i], 0.0, 1.0) * w;
-        pos_n_[i]      = w;
-        pos_recent_[i] = prior_trials > 0.0 ? weight * n / prior_trials : 0.0;
+        prior_pos_s_[i] = std::clamp(prior.position_p[i], 0.0, 1.0) * w;
+        prior_pos_n_[i] = w;
+        pos_recent_[i]  = prior_trials > 0.0 ? weight * n / prior_trials : 0.0;
     }
 }
 
@@ -185,18 +184,22 @@ std::vector<double> DepthController::acceptance_by_position() const {
 }
 
 std::vector<double> DepthController::acceptance_by_position(double level, int n) const {
-    const size_t positions = pos_n_.size();
+    const size_t positions = own_pos_n_.size();
+    // Successes and trials by position: the prior's and this request's.
+    std::vector<double> s(positions), t(positions);
+    double              s_all = 0.0, n_all = 0.0;
+    for (size_t i = 0; i < positions; ++i) {
+        s[i] = prior_pos_s_[i] + double(stats_.accepted_per_position[i]);
+        t[i] = prior_pos_n_[i] + double(own_pos_n_[i]);
+        s_all += s[i];
+        n_all += t[i];
+    }
     // Each position's rate, pulled towards the one before it; the first towards the rate of
     // all positions together.
-    double s_all = 0.0, n_all = 0.0;
-    for (size_t i = 0; i < positions; ++i) {
-        s_all += pos_s_[i];
-        n_all += pos_n_[i];
-    }
     std::vector<double> rate(positions);
     double              before = n_all > 0.0 ? s_all / n_all : 1.0;
     for (size_t i = 0; i < positions; ++i) {
-        rate[i] = (pos_s_[i] + k_shape_shrink * before) / (pos_n_[i] + k_shape_shrink);
+        rate[i] = (s[i] + k_shape_shrink * before) / (t[i] + k_shape_shrink);
         before  = rate[i];
     }
     // The level was measured on the recent rounds' positions: scale the shape to average 1
@@ -424,14 +427,11 @@ void DepthController::observe(const RoundObservation & round) {
         successes_ += accepted;
         failures_ += rejected;
         if (pool_) pool_->add(accepted, rejected > 0);
-        // Position i was tried when the drafts before it were accepted and it was drafted.
+        // Position i was tried when the drafts before it were accepted and it was drafted
+        // (its successes are counted in stats_.accepted_per_position above).
         for (double & n : pos_recent_) n *= config_.alpha_forget;
-        const size_t tried = std::min(size_t(std::min(judged, accepted + 1)), pos_n_.size());
+        const size_t tried = std::min(size_t(std::min(judged, accepted + 1)), own_pos_n_.size());
         for (size_t i = 0; i < tried; ++i) {
-            const bool ok = int(i) < accepted;
-            pos_s_[i] += ok ? 1.0 : 0.0;
-            pos_n_[i] += 1.0;
-            own_pos_s_[i] += ok ? 1 : 0;
             own_pos_n_[i] += 1;
             pos_recent_[i] += 1.0;
         }
@@ -524,7 +524,7 @@ void DepthController::fold_into(DepthPrior & prior) const {
     double most = 0.0;
     for (size_t i = 0; i < positions; ++i) {
         if (own_pos_n_[i] == 0) continue;
-        const double measured = double(own_pos_s_[i]) / double(own_pos_n_[i]);
+        const double measured = double(stats_.accepted_per_position[i]) / double(own_pos_n_[i]);
         prior.position_p[i]   = prior.position_trials[i] > 0.0
                                     ? blend(prior.position_p[i], measured, double(own_pos_n_[i]), k_fold_trials)
                                     : measured;

@@ -187,12 +187,12 @@ class DepthController {
     double  beta_a() const;
     double  beta_b() const;
 
-    // The shape, per draft position: successes and trials, the prior's pseudo-counts plus
-    // this request's (unfaded: the shape is the drafter's, it does not drift with the text);
-    // the request's own, for fold_into; and the recent trials (faded like acc_*), the mix of
-    // positions alpha was measured on.
-    std::vector<double>  pos_s_, pos_n_;
-    std::vector<int64_t> own_pos_s_, own_pos_n_;
+    // The shape, per draft position: the prior's pseudo-counts (successes, trials), and this
+    // request's trials, unfaded (the shape is the drafter's, it does not drift with the text;
+    // its successes are stats_.accepted_per_position); and the recent trials (faded like
+    // acc_*), the mix of positions alpha was measured on.
+    std::vector<double>  prior_pos_s_, prior_pos_n_;
+    std::vector<int64_t> own_pos_n_;
     std::vector<double>  pos_recent_;
     // h_1..h_n for a level: alpha * s_i, the shape scaled so that it averages 1 over the
     // recent positions' mix (a level measured mostly at position 1 is position 1's rate).

@@ -46,6 +46,20 @@ DepthPrior timed_prior(double step_s) {
     return prior;
 }
 
+// The best fixed depth in 0..16 with hindsight: each simulated for `rounds` on `seed`.
+struct BestFixed {
+    int    k   = 0;
+    double tps = 0.0;
+};
+BestFixed best_fixed_depth(const SimParams & p, int rounds, uint64_t seed) {
+    BestFixed best;
+    for (int k = 0; k <= 16; ++k) {
+        const double tps = run_fixed(p, k, rounds, seed).per_second();
+        if (tps > best.tps) best = {k, tps};
+    }
+    return best;
+}
+
 // Rounds until plan() > 0 and stays > 0 for `hold` rounds; -1 if never within `limit`.
 int rounds_until_drafting_holds(DepthController & dc, SimDrafter & sim, int limit, int hold) {
     int start = -1;
@@ -118,19 +132,8 @@ TEST(DepthController, ConvergesToBestFixedDepth) {
             const SimParams p = sim_params(alpha, ratio);
             ++seed;
 
-            int    best_k   = 0;
-            double best_tps = 0.0;
-            double k0_tps   = 0.0;
-            for (int k = 0; k <= 16; ++k) {
-                const double tps = run_fixed(p, k, rounds, seed).per_second();
-                if (k == 0) {
-                    k0_tps = tps;
-                }
-                if (tps > best_tps) {
-                    best_tps = tps;
-                    best_k   = k;
-                }
-            }
+            const auto [best_k, best_tps] = best_fixed_depth(p, rounds, seed);
+            const double k0_tps          = run_fixed(p, 0, rounds, seed).per_second();
 
             DepthController  dc{DepthPrior{}};
             SimDrafter       sim(p, seed);
@@ -180,15 +183,7 @@ TEST(DepthController, LearnsAcceptanceThatChangesWithDepth) {
         SimParams p = sim_params(0.5, c.ratio);
         p.by_position = c.by_position;
         ++seed;
-        int    best_k   = 0;
-        double best_tps = 0.0;
-        for (int k = 0; k <= 16; ++k) {
-            const double tps = run_fixed(p, k, 20000, seed).per_second();
-            if (tps > best_tps) {
-                best_tps = tps;
-                best_k   = k;
-            }
-        }
+        const auto [best_k, best_tps] = best_fixed_depth(p, 20000, seed);
         DepthController  dc{DepthPrior{}};
         SimDrafter       sim(p, seed);
         const double     ctrl_tps = run_controller(dc, sim, 200, 20000).per_second();
@@ -232,8 +227,7 @@ TEST(DepthController, CarriesTheShapeOfAcceptanceAcrossRequests) {
         EXPECT_EQ(prior.position_p.empty(), !carry_shape);
         return later.per_second();
     };
-    double best_tps = 0.0;
-    for (int k = 0; k <= 16; ++k) best_tps = std::max(best_tps, run_fixed(p, k, requests * rounds, 400).per_second());
+    const double best_tps = best_fixed_depth(p, requests * rounds, 400).tps;
     const double carried = run(true), dropped = run(false);
     std::printf("best fixed %.1f tok/s, shape carried %.1f (%.3f), dropped %.1f (%.3f)\n", best_tps, carried,
                 carried / best_tps, dropped, dropped / best_tps);
