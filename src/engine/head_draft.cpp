@@ -1,5 +1,6 @@
 #include "engine/head_draft.h"
 
+#include "engine/clock.h"
 #include "engine/grammar_constraint.h"
 #include "engine/projector.h"
 #include "spec/seeded_draw.h"
@@ -90,6 +91,7 @@ void HeadDraft::forget() {
     ctx_->forget(seq_);
     keep_backlog(0);
     prompt_waits_ = false;
+    catching_up_  = false;
     has_row_      = false;
 }
 
@@ -119,6 +121,7 @@ bool HeadDraft::flush_backlog() {
         ok = ctx_->feed_pair(backlog_tokens_[i], backlog_pos_[i], seq_, backlog_rows_.data() + i * w) && ok;
     }
     keep_backlog(0);
+    catching_up_ = false;
     return ok;
 }
 
@@ -134,7 +137,9 @@ bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, Pairs 
     const bool dflash = hc.kind() == DraftKind::dflash;
     const bool bridge = !dflash && has_row_ && pos_ == p0 && p0 > 0;
     cut(bridge ? p0 - 1 : p0);
-    bool       ok   = defer || flush_backlog();
+    // Pairs still waiting from before this part: a round went by without a draft reading them.
+    const bool waited = !backlog_pos_.empty();
+    bool       ok     = defer || flush_backlog();
     const auto pair = [&](llama_token token, llama_pos pos, const float * row) {
         if (!defer) {
             ok = hc.feed_pair(token, pos, seq_, row) && ok;
@@ -158,6 +163,7 @@ bool HeadDraft::feed(const llama_batch & batch, int32_t first, int32_t n, Pairs 
             pair(batch.token[k + 1], batch.pos[k], g);
         }
     }
+    if (defer && (how == Pairs::prompt || waited) && !backlog_pos_.empty()) catching_up_ = true;
     // Trimmed when it holds twice the window, not at every pair: a pair's row is 9 KB
     // (EAGLE3's features of a 768-wide target), and flush_backlog trims it to the window.
     if (how == Pairs::round && backlog_pos_.size() > 2 * backlog_window()) trim_backlog(backlog_window());
@@ -247,8 +253,8 @@ void HeadDraft::propose_blocks(HeadContext & hc, std::vector<Lane> & lanes) {
     }
 }
 
-void HeadDraft::propose_together(std::span<HeadJob> jobs) {
-    if (jobs.empty()) return;
+int64_t HeadDraft::propose_together(std::span<HeadJob> jobs) {
+    if (jobs.empty()) return 0;
     HeadContext &     hc = *jobs.front().head->ctx_;
     std::vector<Lane> lanes;
     for (HeadJob & job : jobs) {
@@ -278,15 +284,24 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
     // of logits cost less than a decode of its own: a 768-wide EAGLE3 head on 2 cores took
     // 8.4 ms for a pair and a draft token together against 15.5 ms apart, 40 ms against 46
     // for 32 pairs, and about the same for 64. DFlash drafts a block of its own after them.
-    bool carried = false; // the batch holds the pairs when the draft loop starts
+    // Sequences catching up (catching_up_) decode their pairs first, in a decode of their own.
+    bool    carried     = false; // the batch holds the pairs when the draft loop starts
+    int64_t catch_up_ns = 0;
     if (hc.own_cache() && !lanes.empty()) {
         hc.clear();
         bool ok = true;
         for (Lane & l : lanes) {
             HeadDraft & h = *l.job->head;
             h.cut(l.pos);
-            ok = h.flush_backlog() && ok;
+            if (h.catching_up_) ok = h.flush_backlog() && ok;
         }
+        if (hc.size() > 0) {
+            const int64_t t0 = now_ns();
+            ok               = hc.decode(/*drafting=*/false) && ok;
+            catch_up_ns      = now_ns() - t0;
+            hc.clear();
+        }
+        for (Lane & l : lanes) ok = l.job->head->flush_backlog() && ok;
         const bool merge = hc.kind() != DraftKind::dflash && hc.size() + int32_t(lanes.size()) <= hc.capacity();
         if (hc.size() > 0 && !merge) ok = hc.decode(/*drafting=*/false) && ok;
         if (!ok) {
@@ -298,7 +313,7 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
     }
     if (hc.kind() == DraftKind::dflash) {
         propose_blocks(hc, lanes);
-        return;
+        return catch_up_ns;
     }
 
     for (;;) {
@@ -317,7 +332,7 @@ void HeadDraft::propose_together(std::span<HeadJob> jobs) {
             l.idx = hc.add(l.pending[l.fed], l.pos, h.seq_, l.row.data(), /*output=*/true, l.from_target);
             if (hc.own_cache()) ++l.pos;
         }
-        if (hc.size() == 0) return;
+        if (hc.size() == 0) return catch_up_ns;
         const bool ok = hc.decode();
         if (!ok && with_pairs) {
             // What the caches hold of the pairs is unknown now: the sequences start over.

@@ -110,7 +110,10 @@ class HeadDraft : public CompanionState {
     // since, or the context shifted) is an empty proposal, as are a cancelled request and a
     // failed decode. Each job samples under a copy of its constraint when it has one, with the
     // request's seeded noise above temperature 0 (spec/seeded_draw).
-    static void propose_together(std::span<HeadJob> jobs);
+    // Returns the nanoseconds spent catching up: decoding the pairs of sequences that drafted
+    // nothing for more than a round, or wait with a prompt's (see catching_up_). Not part of
+    // what the drafts cost: a round that drafts after drafting pays none of it.
+    static int64_t propose_together(std::span<HeadJob> jobs);
 
     DraftKind kind() const { return ctx_->kind(); }
 
@@ -150,6 +153,14 @@ class HeadDraft : public CompanionState {
     // The backlog holds a prompt's pairs, which are not trimmed (Pairs::prompt), until the
     // sequence's first round is fed.
     bool                         prompt_waits_ = false;
+    // The backlog holds more than the last round's pairs (a prompt's, or those of rounds that
+    // drafted nothing): the next draft catches up first, in a decode of its own, timed apart.
+    // A sequence parked at depth 0 resumes with up to k_backlog_max pairs: merged into its
+    // draft, that decode took 45-50 ms for one draft token against 9 ms after a drafting
+    // round, and charged to the draft it made each resumed round look five times dearer per
+    // token than drafting is (a request on 2 cores then stayed parked, and its prior carried
+    // that cost into the model's next requests).
+    bool                         catching_up_ = false;
 };
 
 } // namespace specd::engine

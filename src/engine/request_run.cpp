@@ -1,17 +1,13 @@
 #include "engine/request_run.h"
 
+#include "engine/clock.h"
+
 #include <algorithm>
-#include <chrono>
 #include <random>
 
 namespace specd::engine {
 
 namespace {
-
-int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::optional<int> draft_cap(const GenerateOptions & opts) {
     if (opts.draft_num_predict >= 0) return std::min<int>(opts.draft_num_predict, k_spec_max);

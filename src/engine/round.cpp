@@ -1,20 +1,15 @@
 #include "engine/round.h"
 
 #include "core/error.h"
+#include "engine/clock.h"
 #include "spec/verifier.h"
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 
 namespace specd::engine {
 
 namespace {
-
-int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // The text `state` forces after `prev`, and its tokens (at most `max_tokens`) as the target
 // is likely to spell them. The target may still spell the text differently; it then rejects

@@ -1,6 +1,7 @@
 #include "engine/session.h"
 
 #include "core/error.h"
+#include "engine/clock.h"
 #include "engine/context_factory.h"
 
 #include <algorithm>
@@ -14,11 +15,6 @@ namespace {
 // A prompt's chunk in a step that also carries other requests' rounds: small enough that the
 // running streams keep flowing while a long prompt is read.
 constexpr int32_t k_prefill_chunk_streaming = 128;
-
-int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 int32_t clamp_ctx(int32_t requested, int32_t trained) {
     const int32_t n_ctx = effective_num_ctx(requested, trained);
@@ -396,14 +392,15 @@ std::vector<SeqFinished> Session::step() {
     }
     // The draft model (or head) drafts for every round that asks it, all together
     // (draft_context.h, head_context.h); each round's share of the time is its share of the
-    // drafted tokens.
+    // drafted tokens. A head's catching up after rounds without drafts is left out of it: the
+    // step pays it (the gate sees it), the drafts' cost per token does not include it.
     int64_t draft_ns = 0;
     if (!jobs.empty() || !head_jobs.empty()) {
         const int64_t t0      = now_ns();
         const int64_t before  = draft_decodes();
         DraftModel::propose_together(jobs);
-        HeadDraft::propose_together(head_jobs);
-        draft_ns = now_ns() - t0;
+        const int64_t catch_up = HeadDraft::propose_together(head_jobs);
+        draft_ns = now_ns() - t0 - catch_up;
         live_.draft_decodes += draft_decodes() - before;
     }
     size_t drafted = 0;

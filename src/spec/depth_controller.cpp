@@ -466,6 +466,7 @@ void DepthController::observe(const RoundObservation & round) {
     if (drafted > 0 && round.draft_s >= 0.0) {
         draft_s_ = config_.cost_forget * draft_s_ + round.draft_s;
         draft_n_ = config_.cost_forget * draft_n_ + drafted;
+        draft_rounds_++;
     }
 
     if (judged > 0 && !probe_pending_ && best_k() > 0) failed_probes_ = 0;
@@ -502,8 +503,10 @@ void DepthController::fold_into(DepthPrior & prior) const {
     }
     if (const DepthCosts m = costs(); m.t_1 > 0.0) {
         if (draft_n_ > 0.0) {
+            // Weighed by the rounds that timed a draft: a request parked nearly all its life
+            // measured c_d on its few probes, whatever its rounds measured of the rest.
             prior.draft_cost =
-                blend(prior.draft_cost, m.c_d / m.t_1, double(cost_rounds_), k_fold_rounds);
+                blend(prior.draft_cost, m.c_d / m.t_1, double(draft_rounds_), k_fold_rounds);
         }
         if (verify_drafting_.w > 0.0) {
             prior.verify_cost =

@@ -213,6 +213,7 @@ class DepthController {
     // Draft cost as a weighted ratio: seconds / drafted tokens.
     double       draft_s_     = 0.0;
     double       draft_n_     = 0.0;
+    int64_t      draft_rounds_ = 0; // rounds that timed a draft (unfaded)
     int64_t      cost_rounds_ = 0;
     // This request's own one-token steps (unfaded), for the prior's step_s.
     double       one_step_s_  = 0.0;

@@ -302,8 +302,24 @@ struct OwnCacheRun {
 
     spec::Proposal propose(int k) {
         std::vector<HeadJob> job{{.head = &head, .req = {.history = history, .k = k, .seed = 3}}};
-        HeadDraft::propose_together(job);
+        catch_up_ns = HeadDraft::propose_together(job);
         return std::move(job[0].out);
+    }
+    int64_t catch_up_ns = 0; // what the last propose() spent catching up
+
+    // A round that drafted: its last token and drafts decoded, their pairs left for the next
+    // draft as the session leaves them; returns how many drafts the target accepted.
+    size_t drafted_round(const spec::Proposal & p) {
+        std::vector<llama_token> tokens{history.back()};
+        tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
+        const auto choices = decode(tokens, HeadDraft::Pairs::round);
+        size_t     n_acc   = 0;
+        while (n_acc < p.tokens.size() && choices[n_acc] == p.tokens[n_acc]) ++n_acc;
+        llama_memory_seq_rm(llama_get_memory(tctx.ctx.get()), 0, kv.next_pos() + llama_pos(1 + n_acc), -1);
+        keep(tokens, 1 + n_acc);
+        history.insert(history.end(), p.tokens.begin(), p.tokens.begin() + std::ptrdiff_t(n_acc));
+        history.push_back(choices[n_acc]);
+        return n_acc;
     }
 };
 
@@ -432,7 +448,7 @@ TEST(HeadDraftEagle3, RowsWaitingForTheHeadCostNoEncoderPass) {
     EXPECT_EQ(run.ctx->encodes(), after_prompt) << "parked rounds encode nothing";
     const spec::Proposal p = run.propose(3);
     EXPECT_FALSE(p.tokens.empty());
-    EXPECT_EQ(run.ctx->encodes(), after_prompt + 1) << "the waiting pairs and the row in one pass";
+    EXPECT_EQ(run.ctx->encodes(), after_prompt + 2) << "the waiting pairs in the catch-up's pass, the row in the draft's";
 }
 
 // A prompt's pairs wait for the sequence's first round (HeadDraft::Pairs::prompt): a request
@@ -446,7 +462,34 @@ TEST(HeadDraftEagle3, APromptsPairsCostNoEncoderPassUntilItDrafts) {
     run.idle_rounds(4);
     EXPECT_EQ(run.ctx->encodes(), 0) << "rounds without drafts encode nothing either";
     EXPECT_FALSE(run.propose(3).tokens.empty());
-    EXPECT_EQ(run.ctx->encodes(), 1) << "the prompt's and the rounds' pairs and the row in one pass";
+    EXPECT_EQ(run.ctx->encodes(), 2) << "the prompt's and the rounds' pairs in one pass, the row in the draft's";
+}
+
+// Pairs that waited for more than a round (a prompt's, a parked sequence's) are decoded
+// apart from the draft and their time is returned as catching up, which the session keeps out
+// of what the drafts cost; a round's pairs after a round that drafted go with the next draft's
+// first token (no decode of their own, nothing to catch up).
+TEST(HeadDraftEagle3, CatchingUpIsTimedApartFromTheDraft) {
+    const HeadFixture f{"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3};
+    OwnCacheRun       run(f);
+    run.read_prompt(run.target->tokenize("Once upon a time, in a land far away,", true, true), HeadDraft::Pairs::prompt);
+    spec::Proposal p = run.propose(2);
+    ASSERT_FALSE(p.tokens.empty());
+    EXPECT_GT(run.catch_up_ns, 0) << "the prompt's pairs waited for this draft";
+    for (int round = 0; round < 3; ++round) {
+        run.drafted_round(p);
+        const int64_t decodes = run.ctx->decodes();
+        p                     = run.propose(2);
+        ASSERT_EQ(p.tokens.size(), 2u) << "round " << round;
+        EXPECT_EQ(run.catch_up_ns, 0) << "round " << round << ": one round's pairs, read with the draft";
+        EXPECT_EQ(run.ctx->decodes() - decodes, 2) << "round " << round << ": a decode per draft position, none more";
+    }
+    run.drafted_round(p);
+    run.idle_rounds(5);
+    const int64_t encodes = run.ctx->encodes();
+    ASSERT_FALSE(run.propose(2).tokens.empty());
+    EXPECT_GT(run.catch_up_ns, 0) << "six rounds' pairs waited";
+    EXPECT_EQ(run.ctx->encodes() - encodes, 2) << "the waiting pairs apart, the row with the draft";
 }
 
 // A prompt's waiting pairs are kept whole, also beyond the window a parked sequence keeps

@@ -709,6 +709,24 @@ TEST(DepthController, FoldsRequestsIntoThePrior) {
     EXPECT_EQ(prior.requests, 6);
 }
 
+// A request that drafted in a few of its rounds measured the draft's cost on those alone: it
+// moves the model's draft cost by what a few rounds weigh, not by all its rounds (a request
+// parked for 127 rounds whose one probe was slow moved it half the way, and the model's next
+// requests planned with that probe's cost).
+TEST(DepthController, FoldsTheDraftCostByTheRoundsThatTimedIt) {
+    DepthPrior prior;
+    prior.draft_cost = 0.1;
+    DepthController dc(prior);
+    for (int round = 0; round < 127; ++round) dc.observe({.verify_s = 10e-3}); // depth 0
+    // One drafting round whose draft took four steps' time.
+    dc.observe({.k_planned = 1, .n_drafted = 1, .n_accepted = 1, .draft_s = 40e-3, .verify_s = 11e-3});
+    const double measured = dc.costs().c_d / dc.costs().t_1;
+    ASSERT_GT(measured, 3.0);
+    dc.fold_into(prior);
+    // One round against k_fold_rounds (8): a ninth of the way.
+    EXPECT_NEAR(prior.draft_cost, 0.1 + (measured - 0.1) / 9.0, 1e-9);
+}
+
 // Short requests on a model where drafting does not pay: the probing schedule continues
 // across requests through the prior instead of restarting (and probing early) every time.
 TEST(DepthController, ProbeScheduleCarriesAcrossRequests) {
