@@ -22,7 +22,8 @@
 // so under a steady load the choice settles and its visits become rare; a visit that changes
 // the choice starts the gaps over. The session asks the gate only for steps that several
 // requests share, and it gates drafts only: grammar-forced text is free to find and stays the
-// controllers' call.
+// controllers' call. A batch size not measured yet follows the nearest one that is, visiting
+// the other arm now and then, until its own arms are measured.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -80,6 +81,8 @@ class DraftingGate {
     };
 
     Batch & at(int batch);
+    // The decided batch size nearest to `batch` (another one), nullptr when none is.
+    const Batch * nearest_decided(int batch) const;
 
     DraftingGateConfig config_;
     std::vector<Batch> batches_; // [batch size - 1]

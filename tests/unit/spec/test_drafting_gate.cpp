@@ -132,3 +132,27 @@ TEST(DraftingGate, MeasuresBothArmsFirst) {
     EXPECT_GT(gate.rate(3, false), 0.0);
     EXPECT_GT(gate.rate(3, true), 0.0);
 }
+
+// A batch size not measured yet follows the nearest measured one: after batch 4 found
+// drafting slower, the steps of 3 and 2 that a wave's requests pass through as they end draft
+// only on the visits that measure them (learning them apart drafted in three of four).
+TEST(DraftingGate, ABatchSizeNotMeasuredFollowsTheNearestThatIs) {
+    DraftingGate gate;
+    play(gate, 4, 90.0, 100.0, 300);
+    ASSERT_LT(play(gate, 4, 90.0, 100.0, 100), 15);
+    int drafted = 0;
+    for (int wave = 0; wave < 100; ++wave) { // a step of 3 and one of 2 at the end of each wave
+        for (const int b : {3, 2}) {
+            const bool draft = gate.allow(b);
+            drafted += draft ? 1 : 0;
+            gate.observe(b, draft, draft ? 90.0 : 100.0, 1.0);
+        }
+    }
+    EXPECT_GT(drafted, 0);  // visits, so that they are measured in time
+    EXPECT_LE(drafted, 8);  // 100 steps of each size: one visit of 4 steps each
+
+    // Where the nearest measured size drafts, so does the one beside it.
+    DraftingGate pays;
+    play(pays, 1, 150.0, 100.0, 300);
+    EXPECT_GT(play(pays, 2, 150.0, 100.0, 40), 34);
+}
