@@ -284,7 +284,8 @@ int64_t HeadDraft::propose_together(std::span<HeadJob> jobs) {
     // of logits cost less than a decode of its own: a 768-wide EAGLE3 head on 2 cores took
     // 8.4 ms for a pair and a draft token together against 15.5 ms apart, 40 ms against 46
     // for 32 pairs, and about the same for 64. DFlash drafts a block of its own after them.
-    // Sequences catching up (catching_up_) decode their pairs first, in a decode of their own.
+    // Sequences catching up (catching_up_, k_catch_up_apart pairs or more) decode their pairs
+    // first, in a decode of their own.
     bool    carried     = false; // the batch holds the pairs when the draft loop starts
     int64_t catch_up_ns = 0;
     if (hc.own_cache() && !lanes.empty()) {
@@ -293,7 +294,7 @@ int64_t HeadDraft::propose_together(std::span<HeadJob> jobs) {
         for (Lane & l : lanes) {
             HeadDraft & h = *l.job->head;
             h.cut(l.pos);
-            if (h.catching_up_) ok = h.flush_backlog() && ok;
+            if (h.catching_up_ && h.backlog_pos_.size() >= k_catch_up_apart) ok = h.flush_backlog() && ok;
         }
         if (hc.size() > 0) {
             const int64_t t0 = now_ns();

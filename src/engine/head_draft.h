@@ -55,6 +55,12 @@ class HeadDraft : public CompanionState {
     // longer prompt's are decoded as they come, all but the last ones. The bound keeps the
     // waiting rows small (64 pairs of EAGLE3's features of a 4096-wide target are 3 MiB).
     static constexpr size_t k_prompt_wait = 64;
+    // A sequence catching up with at least this many waiting pairs decodes them apart from its
+    // draft (timed as catching up); fewer go with the draft's first token, charged to it. A
+    // decode of its own costs its fixed part again (about 6 ms of a 768-wide EAGLE3 head on 2
+    // cores, against about 1 ms per pair): worth it only where the pairs would distort what a
+    // draft costs by more than that.
+    static constexpr size_t k_catch_up_apart = 8;
 
     // How feed's pairs reach the head's cache.
     enum class Pairs {
@@ -111,8 +117,9 @@ class HeadDraft : public CompanionState {
     // failed decode. Each job samples under a copy of its constraint when it has one, with the
     // request's seeded noise above temperature 0 (spec/seeded_draw).
     // Returns the nanoseconds spent catching up: decoding the pairs of sequences that drafted
-    // nothing for more than a round, or wait with a prompt's (see catching_up_). Not part of
-    // what the drafts cost: a round that drafts after drafting pays none of it.
+    // nothing for rounds, or wait with a prompt's, k_catch_up_apart of them or more (see
+    // catching_up_). Not part of what the drafts cost: a round that drafts after drafting
+    // pays none of it.
     static int64_t propose_together(std::span<HeadJob> jobs);
 
     DraftKind kind() const { return ctx_->kind(); }
@@ -154,8 +161,9 @@ class HeadDraft : public CompanionState {
     // sequence's first round is fed.
     bool                         prompt_waits_ = false;
     // The backlog holds more than the last round's pairs (a prompt's, or those of rounds that
-    // drafted nothing): the next draft catches up first, in a decode of its own, timed apart.
-    // A sequence parked at depth 0 resumes with up to k_backlog_max pairs: merged into its
+    // drafted nothing): the next draft catches up first, in a decode of its own, timed apart
+    // (from k_catch_up_apart pairs). A sequence parked at depth 0 resumes with up to
+    // k_backlog_max pairs: merged into its
     // draft, that decode took 45-50 ms for one draft token against 9 ms after a drafting
     // round, and charged to the draft it made each resumed round look five times dearer per
     // token than drafting is (a request on 2 cores then stayed parked, and its prior carried

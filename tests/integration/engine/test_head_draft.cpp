@@ -448,7 +448,7 @@ TEST(HeadDraftEagle3, RowsWaitingForTheHeadCostNoEncoderPass) {
     EXPECT_EQ(run.ctx->encodes(), after_prompt) << "parked rounds encode nothing";
     const spec::Proposal p = run.propose(3);
     EXPECT_FALSE(p.tokens.empty());
-    EXPECT_EQ(run.ctx->encodes(), after_prompt + 2) << "the waiting pairs in the catch-up's pass, the row in the draft's";
+    EXPECT_EQ(run.ctx->encodes(), after_prompt + 1) << "fewer than k_catch_up_apart pairs waited: with the row in one pass";
 }
 
 // A prompt's pairs wait for the sequence's first round (HeadDraft::Pairs::prompt): a request
@@ -465,10 +465,11 @@ TEST(HeadDraftEagle3, APromptsPairsCostNoEncoderPassUntilItDrafts) {
     EXPECT_EQ(run.ctx->encodes(), 2) << "the prompt's and the rounds' pairs in one pass, the row in the draft's";
 }
 
-// Pairs that waited for more than a round (a prompt's, a parked sequence's) are decoded
-// apart from the draft and their time is returned as catching up, which the session keeps out
-// of what the drafts cost; a round's pairs after a round that drafted go with the next draft's
-// first token (no decode of their own, nothing to catch up).
+// Pairs that waited for more than a round (a prompt's, a parked sequence's), at least
+// k_catch_up_apart of them, are decoded apart from the draft and their time is returned as
+// catching up, which the session keeps out of what the drafts cost; a round's pairs after a
+// round that drafted go with the next draft's first token (no decode of their own, nothing to
+// catch up).
 TEST(HeadDraftEagle3, CatchingUpIsTimedApartFromTheDraft) {
     const HeadFixture f{"eagle3-target.gguf", "eagle3-uniform-head.gguf", DraftKind::eagle3};
     OwnCacheRun       run(f);
@@ -484,11 +485,20 @@ TEST(HeadDraftEagle3, CatchingUpIsTimedApartFromTheDraft) {
         EXPECT_EQ(run.catch_up_ns, 0) << "round " << round << ": one round's pairs, read with the draft";
         EXPECT_EQ(run.ctx->decodes() - decodes, 2) << "round " << round << ": a decode per draft position, none more";
     }
+    // A few rounds without drafts: their pairs go with the draft (a decode of their own would
+    // cost more than they distort); more: apart.
     run.drafted_round(p);
-    run.idle_rounds(5);
-    const int64_t encodes = run.ctx->encodes();
+    run.idle_rounds(HeadDraft::k_catch_up_apart - 5);
+    int64_t encodes = run.ctx->encodes();
+    p               = run.propose(2);
+    ASSERT_FALSE(p.tokens.empty());
+    EXPECT_EQ(run.catch_up_ns, 0) << "fewer than k_catch_up_apart pairs waited";
+    EXPECT_EQ(run.ctx->encodes() - encodes, 1) << "the waiting pairs and the row in one pass";
+    run.drafted_round(p);
+    run.idle_rounds(HeadDraft::k_catch_up_apart + 2);
+    encodes = run.ctx->encodes();
     ASSERT_FALSE(run.propose(2).tokens.empty());
-    EXPECT_GT(run.catch_up_ns, 0) << "six rounds' pairs waited";
+    EXPECT_GT(run.catch_up_ns, 0) << "k_catch_up_apart + 2 rounds' pairs waited";
     EXPECT_EQ(run.ctx->encodes() - encodes, 2) << "the waiting pairs apart, the row with the draft";
 }
 
