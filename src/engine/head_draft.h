@@ -163,11 +163,10 @@ class HeadDraft : public CompanionState {
     // The backlog holds more than the last round's pairs (a prompt's, or those of rounds that
     // drafted nothing): the next draft catches up first, in a decode of its own, timed apart
     // (from k_catch_up_apart pairs). A sequence parked at depth 0 resumes with up to
-    // k_backlog_max pairs: merged into its
-    // draft, that decode took 45-50 ms for one draft token against 9 ms after a drafting
-    // round, and charged to the draft it made each resumed round look five times dearer per
-    // token than drafting is (a request on 2 cores then stayed parked, and its prior carried
-    // that cost into the model's next requests).
+    // k_backlog_max pairs: merged into its draft, that decode took 45-50 ms for one draft
+    // token against 9 ms after a drafting round, and charged to the draft it made each resumed
+    // round look five times dearer per token than drafting is (a request on 2 cores then
+    // stayed parked, and its prior carried that cost into the model's next requests).
     bool                         catching_up_ = false;
 };
 
