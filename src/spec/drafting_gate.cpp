@@ -73,18 +73,7 @@ bool DraftingGate::allow(int batch) {
         // two at a time: learning them apart drafted in those steps for many waves, each one
         // catching every sequence's draft up (4-stream waves of e3_06 on 2 cores: 120-150 ms
         // against a 65 ms plain step), for steps too few to gain anything.
-        if (const Batch * n = nearest_decided(batch)) {
-            if (b.visit_left > 0) {
-                --b.visit_left;
-                return !n->drafting;
-            }
-            if (++b.since_visit >= config_.explore_every) {
-                b.since_visit = 0;
-                b.visit_left  = config_.explore_len - 1;
-                return !n->drafting;
-            }
-            return n->drafting;
-        }
+        if (const Batch * n = nearest_decided(batch)) return visiting(b, config_.explore_every) != n->drafting;
         // None measured: drafting as planned, with plain steps mixed in (one in four) so that
         // the plain arm fills too; a controller parked at 0 fills it anyway.
         if (b.plain.samples >= config_.min_samples) return true;
@@ -98,23 +87,29 @@ bool DraftingGate::allow(int batch) {
         b.since_visit = 0;
         b.last_choice = drafting_wins;
     }
-    if (b.visit_left > 0) {
-        --b.visit_left;
-        return !drafting_wins;
-    }
     // Either arm far ahead: the other is visited 4x less often; and the gap doubles with every
     // visit that found the choice as it was.
     const bool    clear = drafting_wins ? draft >= config_.clear_lead * plain : plain >= config_.clear_lead * draft;
     const int64_t every = std::min<int64_t>(int64_t(clear ? 4 : 1) * config_.explore_every << std::min(b.backoff, 16),
                                             std::max(config_.max_every, config_.explore_every));
-    if (++b.since_visit >= every) {
+    const bool visit_on = b.visit_left > 0;
+    const bool visit    = visiting(b, every);
+    if (visit && !visit_on) { // a visit starts
         b.backoff     = drafting_wins == b.last_choice ? b.backoff + 1 : 0;
         b.last_choice = drafting_wins;
-        b.since_visit = 0;
-        b.visit_left  = config_.explore_len - 1;
-        return !drafting_wins;
     }
-    return drafting_wins;
+    return visit != drafting_wins;
+}
+
+bool DraftingGate::visiting(Batch & b, int64_t every) const {
+    if (b.visit_left > 0) {
+        --b.visit_left;
+        return true;
+    }
+    if (++b.since_visit < every) return false;
+    b.since_visit = 0;
+    b.visit_left  = config_.explore_len - 1;
+    return true;
 }
 
 void DraftingGate::observe(int batch, bool drafted, double tokens, double seconds) {

@@ -81,6 +81,9 @@ class DraftingGate {
     };
 
     Batch & at(int batch);
+    // Whether this step visits the arm not chosen: the rest of a visit under way, or a new one
+    // of explore_len steps once `every` steps went by on the chosen arm.
+    bool visiting(Batch & b, int64_t every) const;
     // The decided batch size nearest to `batch` (another one), nullptr when none is.
     const Batch * nearest_decided(int batch) const;
 
