@@ -292,12 +292,7 @@ struct OwnCacheRun {
     // `n` rounds that draft nothing (as at depth 0): the last token decoded alone, its pair
     // left waiting as the session leaves a round's.
     void idle_rounds(size_t n) {
-        for (size_t round = 0; round < n; ++round) {
-            const std::vector<llama_token> tokens{history.back()};
-            const auto                     choices = decode(tokens, HeadDraft::Pairs::round);
-            keep(tokens, 1);
-            history.push_back(choices[0]);
-        }
+        for (size_t round = 0; round < n; ++round) verify_round({});
     }
 
     spec::Proposal propose(int k) {
@@ -307,12 +302,14 @@ struct OwnCacheRun {
     }
     int64_t catch_up_ns = 0; // what the last propose() spent catching up
 
-    // A round that drafted: its last token and drafts decoded, their pairs left for the next
-    // draft as the session leaves them; returns how many drafts the target accepted.
-    size_t drafted_round(const spec::Proposal & p) {
+    // A round: its last token and drafts (none: a round at depth 0) decoded and verified,
+    // their pairs fed as `how` says (by default left for the next draft, as the session leaves
+    // them); returns how many drafts the target accepted. The target's cache drops the rejected
+    // positions; the head's keeps them until its sequence next writes there.
+    size_t verify_round(const spec::Proposal & p, HeadDraft::Pairs how = HeadDraft::Pairs::round) {
         std::vector<llama_token> tokens{history.back()};
         tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
-        const auto choices = decode(tokens, HeadDraft::Pairs::round);
+        const auto choices = decode(tokens, how);
         size_t     n_acc   = 0;
         while (n_acc < p.tokens.size() && choices[n_acc] == p.tokens[n_acc]) ++n_acc;
         llama_memory_seq_rm(llama_get_memory(tctx.ctx.get()), 0, kv.next_pos() + llama_pos(1 + n_acc), -1);
@@ -366,18 +363,8 @@ void expect_fed_round_by_round_as_at_once(const HeadFixture & f, double toleranc
         const bool           idle = round % 4 >= 2;
         const spec::Proposal p    = idle ? spec::Proposal{} : inc.propose(3);
         ASSERT_EQ(p.tokens.size(), idle ? 0u : 3u) << "round " << round;
-        std::vector<llama_token> tokens{inc.history.back()};
-        tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
-        const auto choices = inc.decode(tokens, idle ? HeadDraft::Pairs::round : HeadDraft::Pairs::now);
-        size_t     n_acc   = 0;
-        while (n_acc < p.tokens.size() && choices[n_acc] == p.tokens[n_acc]) ++n_acc;
+        const size_t n_acc = inc.verify_round(p, idle ? HeadDraft::Pairs::round : HeadDraft::Pairs::now);
         rejected += int(p.tokens.size() - n_acc);
-        // The target's cache drops the rejected positions; the head's keeps them until its
-        // sequence next writes there.
-        llama_memory_seq_rm(llama_get_memory(inc.tctx.ctx.get()), 0, inc.kv.next_pos() + llama_pos(1 + n_acc), -1);
-        inc.keep(tokens, 1 + n_acc);
-        inc.history.insert(inc.history.end(), p.tokens.begin(), p.tokens.begin() + std::ptrdiff_t(n_acc));
-        inc.history.push_back(choices[n_acc]);
     }
     ASSERT_GT(rejected, 0) << "no round had a rejected draft to take back";
 
@@ -478,7 +465,7 @@ TEST(HeadDraftEagle3, CatchingUpIsTimedApartFromTheDraft) {
     ASSERT_FALSE(p.tokens.empty());
     EXPECT_GT(run.catch_up_ns, 0) << "the prompt's pairs waited for this draft";
     for (int round = 0; round < 3; ++round) {
-        run.drafted_round(p);
+        run.verify_round(p);
         const int64_t decodes = run.ctx->decodes();
         p                     = run.propose(2);
         ASSERT_EQ(p.tokens.size(), 2u) << "round " << round;
@@ -487,14 +474,14 @@ TEST(HeadDraftEagle3, CatchingUpIsTimedApartFromTheDraft) {
     }
     // A few rounds without drafts: their pairs go with the draft (a decode of their own would
     // cost more than they distort); more: apart.
-    run.drafted_round(p);
+    run.verify_round(p);
     run.idle_rounds(HeadDraft::k_catch_up_apart - 5);
     int64_t encodes = run.ctx->encodes();
     p               = run.propose(2);
     ASSERT_FALSE(p.tokens.empty());
     EXPECT_EQ(run.catch_up_ns, 0) << "fewer than k_catch_up_apart pairs waited";
     EXPECT_EQ(run.ctx->encodes() - encodes, 1) << "the waiting pairs and the row in one pass";
-    run.drafted_round(p);
+    run.verify_round(p);
     run.idle_rounds(HeadDraft::k_catch_up_apart + 2);
     encodes = run.ctx->encodes();
     ASSERT_FALSE(run.propose(2).tokens.empty());
