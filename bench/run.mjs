@@ -14,10 +14,11 @@
 // llama-server engine's "args" are added to its command line (both shown in the report).
 // Engines with the same "server" share one process (otherwise each engine has its own). A cell with "format" (a key of "schemas") sends that schema to every engine
 // of its set that is not "constrained": false, and each such answer is checked against it.
-// A cell with "images" ([[width, height], ...]) sends that many generated PNGs (different
-// pixels every run) to specd engines, whose model then has its pair's "projector" (or the
-// file's); its table adds prompt tokens/s, tokens per image, encode time per image and
-// resident memory. A pair's "num_ctx" overrides the file's.
+// A cell with "images" ([[width, height], ...]) sends that many generated PNGs to specd
+// engines (new pixels every run, the same for every engine of a run unless engines share a
+// server), whose model then has its pair's "projector" (or the file's); its table adds prompt
+// tokens/s, tokens per image, encode time per image and resident memory. A pair's "num_ctx"
+// overrides the file's.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -106,9 +107,17 @@ function cellRuns(spec, cell, engines) {
   // "{run}" in a prompt is replaced by the run's number: each run asks a different question
   // (all engines the same one), so nothing a server learned from an earlier run's identical
   // answer (specd's forced-text spelling, any prompt cache) makes a later run look faster.
-  // Images are new pixels every run and for every engine: engines may share a server, and an
-  // image already in its KV would not be evaluated again.
-  const images = (run, e) => cell.images?.map(([w, h], k) => b64(png(w, h, (run * engines.length + engines.indexOf(e)) * 16 + k)));
+  // Images are new pixels every run, the same for every engine of a run: how well a drafter
+  // guesses a random-weight model's answer changes more from one image to the next than
+  // between engines (the EAGLE3 pair at agreement 0.9 answered one scene request at 54-93
+  // tok/s over eight images, spec-off at 37-52), so engines given different images compare
+  // images. Engines that share a server get different pixels each (an image already in its
+  // KV or prompt cache would not be evaluated again): engines compared on images get servers
+  // of their own.
+  const groups = serverGroups(engines);
+  const widest = Math.max(...groups.map((g) => g.length));
+  const inGroup = (e) => groups.find((g) => g.includes(engines.indexOf(e))).indexOf(engines.indexOf(e));
+  const images = (run, e) => cell.images?.map(([w, h], k) => b64(png(w, h, (run * widest + inGroup(e)) * 16 + k)));
   const request = (e, run) => ({ prompt: cell.prompt.replaceAll('{run}', String(run)), numPredict: cell.num_predict,
                                  draft: e.draft, schema: constrained(e) ? schema : undefined, images: images(run, e),
                                  options: e.options });
