@@ -444,13 +444,18 @@ std::vector<SeqFinished> Session::step() {
         const int32_t rc    = llama_decode(ctx_.get(), batch_.get());
         const int64_t t_dec = now_ns() - t0;
         in_batch_.clear();
+        // A one-token step the thread trial ran on its other count times that count, not the
+        // model's step (on 2 cores, 1 thread: about twice as long); the rounds learn nothing
+        // of costs from it.
+        const bool timed = !one || n_thr == threads_.n_threads;
         if (one && rc == 0) one_token_step(n_thr, double(t_dec) / 1e9);
         if (rc != 0) {
             fail_batch(in_batch, std::make_exception_ptr(
                                      Error(ErrorKind::internal, "llama_decode failed (" + std::to_string(rc) + ")")));
         } else {
             // Feeding a head's own cache is part of what this step's rounds cost.
-            const int64_t t_step = t_dec + (head_ctx_ ? feed_head(in_batch) : 0);
+            const int64_t t_feed = head_ctx_ ? feed_head(in_batch) : 0;
+            const int64_t t_step = timed ? t_dec + t_feed : 0;
             for (RequestRun * r : in_batch) {
                 guarded(*r, [&] {
                     r->after_decode(t_step, static_cast<int>(in_batch.size()), batch_.size());

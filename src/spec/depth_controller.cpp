@@ -450,6 +450,7 @@ void DepthController::observe(const RoundObservation & round) {
     }
 
     batch_size_ = std::max(1, round.batch_size);
+    stats_.untimed_rounds += round.verify_s > 0.0 ? 0 : 1;
     if (round.verify_s > 0.0) {
         // The step's positions beyond its first: alone, this request's forced and drafted ones.
         const int own = drafted + std::max(0, round.n_forced);

@@ -5,6 +5,7 @@
 #include "engine/chat_template.h"
 #include "engine/prompt_builder.h"
 #include "engine/session.h"
+#include "engine/thread_tuning.h"
 #include "fixtures.h"
 #include "grammar/json_schema.h"
 
@@ -105,6 +106,26 @@ TEST(Session, ContextsSmallerThanAVerifyBatchAreCalibratedAndAnswer) {
         auto out = run(s, "hi", greedy(2));
         EXPECT_GE(out.result.stats.eval_count, 1) << "num_ctx " << n_ctx;
     }
+}
+
+// Now and then a one-token step runs on the thread trial's other count (ThreadTrial): on 2
+// cores, 1 thread, about twice the step. Timed as the model's step, those made a parked
+// request's one-token step look a quarter dearer than it is, and drafting at an acceptance
+// where it loses look like a gain (the EAGLE3 pair at 0.6 drafted whole answers after images
+// at 0.88-0.98x of spec-off). Those rounds are not timed for the depth controller.
+TEST(Session, TheThreadTrialsStepsAreNotTimedForTheDepthController) {
+    auto model = Model::load(fixtures::fixture("tiny.gguf"), {});
+    Session s(model, ctx(256));
+    if (runner_up(s.threads().decode, s.threads().n_threads) == 0) {
+        GTEST_SKIP() << "one thread count only: no trial";
+    }
+    const auto out = run(s, "hi", greedy(64));
+    const spec::DepthStats & d = out.result.speculation;
+    ASSERT_GE(d.rounds, 32);
+    // The trial's interval starts at every 4th one-token step and doubles while its choice
+    // holds.
+    EXPECT_GE(d.untimed_rounds, 2);
+    EXPECT_LE(d.untimed_rounds, d.rounds / 3);
 }
 
 TEST(Session, ContextShiftsUnlessShiftIsOff) {
