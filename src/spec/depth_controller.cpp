@@ -450,7 +450,6 @@ void DepthController::observe(const RoundObservation & round) {
     }
 
     batch_size_ = std::max(1, round.batch_size);
-    stats_.untimed_rounds += round.verify_s > 0.0 ? 0 : 1;
     if (round.verify_s > 0.0) {
         // The step's positions beyond its first: alone, this request's forced and drafted ones.
         const int own = drafted + std::max(0, round.n_forced);
@@ -463,6 +462,8 @@ void DepthController::observe(const RoundObservation & round) {
             one_step_s_ += round.verify_s;
             one_steps_++;
         }
+    } else {
+        stats_.untimed_rounds++;
     }
     if (drafted > 0 && round.draft_s >= 0.0) {
         draft_s_ = config_.cost_forget * draft_s_ + round.draft_s;
