@@ -34,7 +34,7 @@ const char * const usage_text =
     "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
     "                  [--extra-layers N] [--draft-type TYPE] [--arch llama|gemma4|qwen2vl] [model options]\n"
     "  specd-testmodel assistant --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
-    "                  [--hidden-weight W] [--quantize TYPE] [gemma4 model options]\n"
+    "                  [--hidden-weight W] [--quantize TYPE] [--draft-type TYPE] [gemma4 model options]\n"
     "  specd-testmodel eagle3 --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
     "                  [--hidden-weight W] [--attention self|uniform] [--quantize TYPE] [model options]\n"
     "  specd-testmodel mtp --vocab FILE --out FILE (--agreement P | --alpha A) [--hidden-weight W]\n"
@@ -81,7 +81,10 @@ const char * const usage_text =
     "rows, so it chooses what the target would with all its layers off; the target's layers\n"
     "are all scaled by alpha, calibrated (as in pair mode, against the target at alpha 0) to\n"
     "agreement P, or given. The target's hidden state reaches the head's choice through\n"
-    "--hidden-weight (default 0.01) times a random projection. --quantize quantizes both.\n"
+    "--hidden-weight (default 0.01) times a random projection. --quantize quantizes both;\n"
+    "--draft-type TYPE quantizes the head to TYPE (over --quantize's type for it), so that its\n"
+    "step costs a fraction of the target's, as a real assistant's does (the agreement is\n"
+    "calibrated on the unquantized function).\n"
     "\n"
     "eagle3 mode: a llama target and an EAGLE3 head for it (one decoder layer with its own KV\n"
     "cache, fed the inputs of the target's first, middle and last layers). The head's attention\n"
@@ -167,7 +170,7 @@ cli_options parse_cli(int argc, char ** argv) {
         {"", {"--vocab", "--out", "--arch", "--quantize"}},
         {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha", "--draft-type", "--arch"}},
         {"agreement", {"--draft", "--target", "--seed"}},
-        {"assistant", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
+        {"assistant", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize", "--draft-type"}},
         {"eagle3", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize", "--attention"}},
         {"mtp", {"--vocab", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
         {"dflash", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--quantize"}},
@@ -509,10 +512,11 @@ int run_assistant(const cli_options & opts) {
     spec.target_seed = target.seed;
     if (opts.has("--hidden-weight")) spec.hidden_weight = parse_real(opts, "--hidden-weight", 0.0, 10.0);
     if (const std::string problem = gemma4_assistant_check(spec); !problem.empty()) throw usage_error(problem);
-    const std::optional<std::string> quantize = optional_value(opts, "--quantize");
+    const std::optional<std::string> quantize  = optional_value(opts, "--quantize");
+    const std::optional<std::string> head_type = optional_value(opts, "--draft-type");
 
     gemma4_assistant_write(out, vocab, spec);
-    if (quantize) model_quantize_in_place(out, *quantize);
+    if (head_type || quantize) model_quantize_in_place(out, head_type ? *head_type : *quantize);
     std::printf("wrote %s: %llu bytes, gemma4-assistant, n_vocab %u, n_embd %u (target %u), n_layer %u, n_head %u, "
                 "hidden weight %g, seed %llu\n",
                 out.c_str(), (unsigned long long) std::filesystem::file_size(out), vocab.n_vocab, spec.n_embd(),
