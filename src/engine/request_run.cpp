@@ -120,7 +120,7 @@ std::optional<spec::DraftRequest> RequestRun::draft_request() const {
     return slot.draft || slot.head ? plan_.model_request() : std::nullopt;
 }
 
-void RequestRun::add_round(spec::Proposal drafted, int64_t draft_ns) {
+void RequestRun::add_round(spec::Proposal drafted, std::optional<int64_t> draft_ns) {
     close_round(plan_, std::move(drafted), draft_ns, cancel);
     // 3. The last token plus the forced tokens and drafts, logits for all:
     // (1 + n_forced + n_drafted) positions from the sequence's next one.

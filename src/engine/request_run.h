@@ -75,8 +75,9 @@ class RequestRun {
     // What the open round asks of the draft model (the session asks for every run's at once).
     std::optional<spec::DraftRequest> draft_request() const;
     // Closes the round with the draft model's answer (empty: none asked) and its share of the
-    // draft time, and adds the last token, forced tokens and drafts to the batch.
-    void add_round(spec::Proposal drafted, int64_t draft_ns);
+    // draft time (nullopt: not timed), and adds the last token, forced tokens and drafts to
+    // the batch.
+    void add_round(spec::Proposal drafted, std::optional<int64_t> draft_ns);
     // This run's part of the step's batch: its first index and how many tokens.
     struct BatchPart {
         int32_t first = 0;

@@ -41,6 +41,7 @@ struct RoundPlan {
     int                          k        = 0; // the draft depth planned, within the budget (before grammar cuts)
     GrammarDraftStats            grammar;      // this round's cuts and grammar time
     int64_t                      draft_ns = 0; // planning and drafting, wall time
+    bool                         draft_timed = true; // false: draft_ns is not the drafts' cost
 
     // Between open_round and close_round: what the drafts continue (the history, `last` and
     // the forced tokens), the grammar's state after the forced text (when it differs from
@@ -100,8 +101,10 @@ RoundPlan open_round(const RoundInputs & in, spec::DepthController & depth, spec
 
 // Closes the round with the draft model's proposal (empty: none; prompt lookup's drafts are
 // used when it found any) cut at the grammar's first illegal token; `model_ns` is this
-// round's share of the draft model's time. Throws specd::Error(cancelled) when `cancel` is set.
-void close_round(RoundPlan & plan, spec::Proposal model, int64_t model_ns, const std::atomic<bool> & cancel);
+// round's share of the draft model's time (nullopt: not timed, and the round's draft time is
+// then not observed). Throws specd::Error(cancelled) when `cancel` is set.
+void close_round(RoundPlan & plan, spec::Proposal model, std::optional<int64_t> model_ns,
+                 const std::atomic<bool> & cancel);
 
 // Verifies `plan` against the target's distributions at batch indices idx0 (for `last`)
 // .. idx0 + plan.tokens.size() of `ctx`, the first of them choosing the token at sequence

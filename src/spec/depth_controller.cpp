@@ -469,6 +469,8 @@ void DepthController::observe(const RoundObservation & round) {
         draft_s_ = config_.cost_forget * draft_s_ + round.draft_s;
         draft_n_ = config_.cost_forget * draft_n_ + drafted;
         draft_rounds_++;
+    } else if (drafted > 0) {
+        stats_.untimed_drafts++;
     }
 
     if (judged > 0 && !probe_pending_ && best_k() > 0) failed_probes_ = 0;

@@ -34,7 +34,7 @@ struct RoundObservation {
     // False when the target rejected a forced token: the drafts behind it were never judged,
     // so they say nothing about acceptance (they still cost drafting and verify time).
     bool   drafts_judged = true;
-    double draft_s    = 0.0; // time spent producing the n_drafted drafts
+    double draft_s    = 0.0; // time spent producing the n_drafted drafts (< 0: not timed)
     double verify_s   = 0.0; // target time for the 1 + n_forced + n_drafted positions (0: not timed)
     int    batch_size = 1;   // requests sharing the target batch (verify_s is the whole batch's)
     // Positions the whole batch decoded (every request's, prompt chunks included); 0: only
@@ -107,6 +107,7 @@ struct DepthStats {
     int64_t              zero_k_rounds = 0;
     int64_t              probes        = 0;
     int64_t              untimed_rounds = 0; // rounds whose step was not timed (verify_s 0)
+    int64_t              untimed_drafts = 0; // rounds that drafted, their drafts not timed (draft_s < 0)
     std::vector<int64_t> drafted_per_position;  // [i]: rounds that drafted position i
     std::vector<int64_t> accepted_per_position; // [i]: rounds that accepted position i
 

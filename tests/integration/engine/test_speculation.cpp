@@ -237,6 +237,23 @@ void expect_same_sampled_distribution(const Pair & p, int n_seeds) {
 // SPECD_UNSEEDED_SAMPLING=rejection) draws from the same distribution: a two-sample
 // chi-square test on the token at a drafted position, over many seeds, with and without
 // drafting. (With the default seeded draw the tokens are identical: test_seeded_sampling.)
+// A session's first drafting decodes pay the draft context's one-time setup, so their time is
+// not a draft's cost: the depth controller does not time that round's drafts, and times every
+// round's after it (the same session's next request drafts on a warm context).
+TEST(Speculation, TheDraftContextsFirstDecodesAreNotTimed) {
+    for (const Pair & p : k_pairs) {
+        auto [target, draft] = load(p);
+        Session    spec(target, ctx(), draft);
+        const auto tokens = target->tokenize(k_prompts[0], true, true);
+        const auto first  = run(spec, tokens, greedy(24, 2));
+        ASSERT_GT(first.result.speculation.drafted, 0) << p.target;
+        EXPECT_EQ(first.result.speculation.untimed_drafts, 1) << p.target;
+        const auto second = run(spec, tokens, greedy(24, 2));
+        ASSERT_GT(second.result.speculation.drafted, 0) << p.target;
+        EXPECT_EQ(second.result.speculation.untimed_drafts, 0) << p.target;
+    }
+}
+
 TEST(Speculation, SampledOutputHasTheSameDistribution) {
     expect_same_sampled_distribution(k_pairs[0], 600);
     // The head's path differs from the draft model's only in how q is drawn (its decodes are
