@@ -39,9 +39,21 @@ constexpr double k_fold_step_max = 0.5;
 constexpr double k_shape_shrink       = 4.0;
 constexpr double k_shape_prior_weight = 16.0;
 constexpr double k_shape_trials_cap   = 4096.0;
+// A measured time is bounded against the fit only once the fit stands on this many of the
+// request's own rounds of that kind (steps without drafts, steps with, timed drafts): before,
+// the prediction is mostly the prior's ratios, which may be far off for a new pair.
+constexpr int64_t k_spike_min_rounds = 2;
 // No position's acceptance is planned as certain: a run of sure accepts would make every
 // depth look free.
 constexpr double k_position_p_max = 0.999;
+
+// A measured time, at most `spike` x `predicted` (predicted <= 0 or spike <= 1: as measured);
+// `clamped` counts the times it was bounded.
+double bounded(double measured, double predicted, double spike, int64_t & clamped) {
+    if (spike <= 1.0 || predicted <= 0.0 || measured <= spike * predicted) return measured;
+    clamped++;
+    return spike * predicted;
+}
 
 double blend(double prior, double measured, double evidence, double evidence_half) {
     const double eta = std::min(k_fold_step_max, evidence / (evidence + evidence_half));
@@ -450,23 +462,33 @@ void DepthController::observe(const RoundObservation & round) {
     }
 
     batch_size_ = std::max(1, round.batch_size);
+    // The fit before this round: what its times are bounded against.
+    const DepthCosts fit = costs();
     if (round.verify_s > 0.0) {
         // The step's positions beyond its first: alone, this request's forced and drafted ones.
         const int own = drafted + std::max(0, round.n_forced);
         const int x   = round.batch_positions > own ? round.batch_positions - 1 : own;
+        const bool fitted = (x > 0 ? drafting_steps_ : one_steps_) >= k_spike_min_rounds;
+        const double verify_s =
+            bounded(round.verify_s, fitted ? fit.t_1 + (x > 0 ? fit.o : 0.0) + x * fit.c_v : 0.0,
+                    config_.spike, stats_.clamped_steps);
         WeightedSums & sums = own > 0 ? verify_drafting_ : verify_zero_;
         sums.fade(config_.cost_forget);
-        sums.add(double(x), round.verify_s);
+        sums.add(double(x), verify_s);
         cost_rounds_++;
         if (x == 0) {
-            one_step_s_ += round.verify_s;
+            one_step_s_ += verify_s;
             one_steps_++;
+        } else {
+            drafting_steps_++;
         }
     } else {
         stats_.untimed_rounds++;
     }
     if (drafted > 0 && round.draft_s >= 0.0) {
-        draft_s_ = config_.cost_forget * draft_s_ + round.draft_s;
+        const double draft_s = bounded(round.draft_s, draft_rounds_ >= k_spike_min_rounds ? drafted * fit.c_d : 0.0,
+                                       config_.spike, stats_.clamped_drafts);
+        draft_s_ = config_.cost_forget * draft_s_ + draft_s;
         draft_n_ = config_.cost_forget * draft_n_ + drafted;
         draft_rounds_++;
     } else if (drafted > 0) {

@@ -97,6 +97,13 @@ struct DepthConfig {
     // this many (at most the request's cap) and verifies all forced text found; nothing is
     // probed.
     int    fixed_k               = -1;
+    // A timed step or draft slower than `spike` x what the fitted costs predict for it is
+    // counted at that bound (once the fit stands on a few of the request's own rounds of that
+    // kind): the machine stalls now and then (another process, the page cache), and one
+    // stalled verify counted in full lifted the fitted o or c_v to most of a t_1 and parked a
+    // head that paid 1.2-1.5x. A real slowdown still comes through, by this factor per round.
+    // <= 1: every time counts in full.
+    double spike                 = 1.5;
 };
 
 struct DepthStats {
@@ -108,6 +115,8 @@ struct DepthStats {
     int64_t              probes        = 0;
     int64_t              untimed_rounds = 0; // rounds whose step was not timed (verify_s 0)
     int64_t              untimed_drafts = 0; // rounds that drafted, their drafts not timed (draft_s < 0)
+    int64_t              clamped_steps  = 0; // timed steps counted at DepthConfig::spike x the fit
+    int64_t              clamped_drafts = 0; // timed drafts counted at DepthConfig::spike x the fit
     std::vector<int64_t> drafted_per_position;  // [i]: rounds that drafted position i
     std::vector<int64_t> accepted_per_position; // [i]: rounds that accepted position i
 
@@ -220,6 +229,7 @@ class DepthController {
     // This request's own one-token steps (unfaded), for the prior's step_s.
     double       one_step_s_  = 0.0;
     int64_t      one_steps_   = 0;
+    int64_t      drafting_steps_ = 0; // this request's timed steps of several positions
 
     // Probing out of depth 0.
     int  zero_streak_   = 0;     // plans at 0 since the last draft or probe
