@@ -474,12 +474,7 @@ TEST(DepthController, LearnsTheFixedCostOfARound) {
 // request parked, and its fold carried the cost into the model's prior. Bounded at 1.5x the
 // fit, a stalled step or draft moves the estimate by a round's worth, not the request's.
 TEST(DepthController, AStallMovesTheCostsByABoundedAmount) {
-    SimParams p;
-    p.alpha    = 0.8;
-    p.t_1      = 0.045;
-    p.overhead = 0.005;
-    p.c_v      = 0.011;
-    p.c_d      = 0.011;
+    const SimParams p{.alpha = 0.8, .t_1 = 0.045, .c_d = 0.011, .c_v = 0.011, .overhead = 0.005};
     for (const uint64_t seed : {46, 47, 48}) {
         SCOPED_TRACE(testing::Message() << "seed " << seed);
         // The same rounds for both: ten at depths 1-3, a step that stalls, a draft that stalls.
