@@ -94,8 +94,11 @@ void close_round(RoundPlan & plan, spec::Proposal model, std::optional<int64_t> 
     plan.tokens.insert(plan.tokens.end(), proposal.tokens.begin(), proposal.tokens.begin() + legal);
     plan.dists.insert(plan.dists.end(), std::make_move_iterator(proposal.dists.begin()),
                       std::make_move_iterator(proposal.dists.begin() + legal));
-    plan.draft_ns += model_ns.value_or(0) + (now_ns() - tg0);
-    plan.draft_timed = model_ns.has_value();
+    if (model_ns) {
+        *plan.draft_ns += *model_ns + (now_ns() - tg0);
+    } else {
+        plan.draft_ns.reset();
+    }
     // Nothing below reads them: the draft history can be long.
     plan.draft_history = {};
     plan.after_forced.reset();
@@ -142,7 +145,7 @@ spec::RoundObservation observation(const RoundPlan & plan, const RoundOutcome & 
             .n_forced          = plan.n_forced,
             .n_forced_accepted = std::min(outcome.n_accepted, plan.n_forced),
             .drafts_judged     = judged,
-            .draft_s           = plan.draft_timed ? plan.draft_ns / 1e9 : -1.0,
+            .draft_s           = plan.draft_ns ? *plan.draft_ns / 1e9 : -1.0,
             .verify_s          = decode_ns / 1e9,
             .batch_size        = batch_runs,
             .batch_positions   = batch_positions};

@@ -40,8 +40,8 @@ struct RoundPlan {
     int                          n_forced = 0;
     int                          k        = 0; // the draft depth planned, within the budget (before grammar cuts)
     GrammarDraftStats            grammar;      // this round's cuts and grammar time
-    int64_t                      draft_ns = 0; // planning and drafting, wall time
-    bool                         draft_timed = true; // false: draft_ns is not the drafts' cost
+    // Planning and drafting, wall time (nullopt: not timed, it is not the drafts' cost).
+    std::optional<int64_t>       draft_ns = 0;
 
     // Between open_round and close_round: what the drafts continue (the history, `last` and
     // the forced tokens), the grammar's state after the forced text (when it differs from

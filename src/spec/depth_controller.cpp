@@ -468,7 +468,9 @@ void DepthController::observe(const RoundObservation & round) {
         // The step's positions beyond its first: alone, this request's forced and drafted ones.
         const int own = drafted + std::max(0, round.n_forced);
         const int x   = round.batch_positions > own ? round.batch_positions - 1 : own;
-        const bool fitted = (x > 0 ? drafting_steps_ : one_steps_) >= k_spike_min_rounds;
+        // Timed steps of this kind so far: one-token ones, or those of several positions.
+        const int64_t steps = x > 0 ? cost_rounds_ - one_steps_ : one_steps_;
+        const bool fitted = steps >= k_spike_min_rounds;
         const double verify_s =
             bounded(round.verify_s, fitted ? fit.t_1 + (x > 0 ? fit.o : 0.0) + x * fit.c_v : 0.0,
                     config_.spike, stats_.clamped_steps);
@@ -479,8 +481,6 @@ void DepthController::observe(const RoundObservation & round) {
         if (x == 0) {
             one_step_s_ += verify_s;
             one_steps_++;
-        } else {
-            drafting_steps_++;
         }
     } else {
         stats_.untimed_rounds++;

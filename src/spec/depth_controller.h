@@ -229,7 +229,6 @@ class DepthController {
     // This request's own one-token steps (unfaded), for the prior's step_s.
     double       one_step_s_  = 0.0;
     int64_t      one_steps_   = 0;
-    int64_t      drafting_steps_ = 0; // this request's timed steps of several positions
 
     // Probing out of depth 0.
     int  zero_streak_   = 0;     // plans at 0 since the last draft or probe
