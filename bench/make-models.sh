@@ -45,10 +45,13 @@ for pair in $(q "Object.keys(s.pairs).join(' ')"); do
   if [ "$(q "s.pairs['$pair'].assistant ? 'yes' : 'no'")" = yes ]; then
     # A gemma4 target of "layers" layers and a gemma4-assistant head for it (written as the
     # pair's draft), the target's layers scaled until the head agrees on `agreement`.
-    # "draft_type" quantizes the head alone.
+    # "draft_type" quantizes the head alone; "output_dims" makes the target's output read only
+    # that many dimensions and the head that much (plus 32) wide.
     layers=$(q "s.pairs['$pair'].layers")
     head_type=""
     [ -z "$draft_type" ] || head_type=" --draft-type $draft_type"
+    dims=$(q "s.pairs['$pair'].output_dims ?? ''")
+    [ -z "$dims" ] || head_type="$head_type --output-dims $dims"
     generate "$pair (assistant, agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \
       "assistant --vocab $pair_vocab --target $out/$pair-target.gguf --out $out/$pair-draft.gguf --agreement $agreement --seed $seed --n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $layers$head_type"
     continue

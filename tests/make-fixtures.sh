@@ -42,6 +42,11 @@
 #                                   drafter reading the target's hidden state and KV cache):
 #                                   the head chooses what the target does on ~80% of positions
 #                                   (specd-testmodel assistant); gemma4-mmproj.gguf fits the target
+#   gemma4-narrow-target.gguf, gemma4-narrow-assistant.gguf
+#                                   a gemma4 target of width 128 whose output reads its first 64
+#                                   dimensions, and an assistant 96 wide for it (narrower than its
+#                                   target, as real ones are), at alpha 0: the head chooses what
+#                                   the target does (specd-testmodel assistant --output-dims)
 #   eagle3-target.gguf, eagle3-head.gguf
 #                                   a llama target (phi-3 vocab, n_embd 64, 4 layers, each scaled
 #                                   by alpha 0.0586) and an EAGLE3 head for it (one decoder layer
@@ -156,6 +161,9 @@ fixture gemma4-draft "gemma4-draft.gguf" --arch gemma4 --vocab "$models/ggml-voc
   --out "$out/gemma4-draft.gguf" --seed 6
 fixture gemma4-head "gemma4-head-target.gguf gemma4-assistant.gguf" assistant --vocab "$models/ggml-vocab-gemma-4.gguf" \
   --alpha 0.0254 --quantize q8_0 --seed 6 --target "$out/gemma4-head-target.gguf" --out "$out/gemma4-assistant.gguf"
+fixture gemma4-narrow-head "gemma4-narrow-target.gguf gemma4-narrow-assistant.gguf" assistant \
+  --vocab "$models/ggml-vocab-gemma-4.gguf" --alpha 0 --n-embd 128 --output-dims 64 --quantize q8_0 --seed 6 \
+  --target "$out/gemma4-narrow-target.gguf" --out "$out/gemma4-narrow-assistant.gguf"
 fixture eagle3 "eagle3-target.gguf eagle3-head.gguf" eagle3 --vocab "$phi3" --alpha 0.0586 --seed 7 --n-layer 4 \
   --target "$out/eagle3-target.gguf" --out "$out/eagle3-head.gguf"
 # The same head with attention that weighs every position alike: what it drafts depends on

@@ -6,21 +6,15 @@
 
 #include <cmath>
 
-namespace {
-
-// The target's output matrix, as gemma4_tensor_specs writes it: the same stream and bound.
-double target_output_bound(const gemma4_hparams_spec & target) {
-    return uniform_bound(4.0 / std::sqrt(double(target.n_embd)));
-}
-
-} // namespace
-
 std::string gemma4_assistant_check(const gemma4_assistant_spec & spec) {
     if (std::string problem = gemma4_hparams_check(spec.target); !problem.empty()) return problem;
     if (spec.n_extra == 0 || spec.n_extra % 32 != 0) {
         // The head's width must differ from the target's (libllama checks), and stay a
         // multiple of 32 so that its matrices can be quantized.
         return "the assistant's extra width must be a positive multiple of 32";
+    }
+    if (spec.target.read_dims() % 32 != 0 || spec.n_embd() == spec.target.n_embd) {
+        return "--output-dims must be a multiple of 32 and leave the head narrower than the target";
     }
     if (spec.n_layer < 2) return "an assistant needs a sliding-window and a full-attention layer";
     if (spec.n_head % spec.target.n_head_kv != 0) return "the assistant's heads must be a multiple of the target's KV heads";
@@ -34,35 +28,41 @@ std::string gemma4_assistant_check(const gemma4_assistant_spec & spec) {
 
 std::vector<tensor_spec> gemma4_assistant_tensor_specs(const gemma4_assistant_spec & spec, uint32_t n_vocab) {
     const int64_t d_t    = spec.target.n_embd;
+    const int64_t d_r    = spec.target.read_dims(); // what the target's output reads
     const int64_t d_a    = spec.n_embd();
     const int64_t n_ff   = spec.n_ff;
     const double  b_in   = uniform_bound(1.0 / std::sqrt(double(d_a)));
-    const double  b_out  = target_output_bound(spec.target);
+    const double  b_out  = gemma4_output_bound(spec.target);
     const uint64_t target_seed = spec.target_seed;
 
     std::vector<tensor_spec> specs;
     // The head's output matrix (tied to its token embedding, which the graph never reads: the
-    // input token is embedded with the target's table). Row v: the target's output row v, then
+    // input token is embedded with the target's table). Row v: the part of the target's output
+    // row v that it reads (drawn as the target draws it: its whole row, the same stream), then
     // random values for the hidden state's dimensions.
     specs.push_back(custom_spec("token_embd.weight", {d_a, n_vocab}, [=](float * data) {
         weight_rng target_rows(target_seed, "output.weight");
         weight_rng extra(target_seed, "assistant.output.extra");
         for (int64_t v = 0; v < n_vocab; ++v) {
             float * row = data + v * d_a;
-            for (int64_t i = 0; i < d_t; ++i) row[i] = target_rows.uniform(b_out);
-            for (int64_t i = d_t; i < d_a; ++i) row[i] = extra.uniform(b_out);
+            for (int64_t i = 0; i < d_t; ++i) {
+                const float x = target_rows.uniform(b_out);
+                if (i < d_r) row[i] = x;
+            }
+            for (int64_t i = d_r; i < d_a; ++i) row[i] = extra.uniform(b_out);
         }
     }));
     specs.push_back(ones_spec("output_norm.weight", d_a));
-    // [token embedding; hidden state] (2 d_t) -> d_a: the embedding unchanged, the hidden
-    // state into the extra dimensions through hidden_weight times a random projection.
+    // [token embedding; hidden state] (2 d_t) -> d_a: the embedding's first d_r dimensions
+    // unchanged, the hidden state into the extra dimensions through hidden_weight times a
+    // random projection.
     const double b_hidden = uniform_bound(spec.hidden_weight / std::sqrt(double(d_t)));
     specs.push_back(custom_spec("nextn.pre_projection.weight", {2 * d_t, d_a}, [=](float * data) {
         weight_rng hidden(target_seed, "assistant.pre_projection.hidden");
         for (int64_t j = 0; j < d_a; ++j) {
             float * row = data + j * 2 * d_t;
             for (int64_t i = 0; i < 2 * d_t; ++i) row[i] = 0.0f;
-            if (j < d_t) row[j] = 1.0f;
+            if (j < d_r) row[j] = 1.0f;
             else for (int64_t i = d_t; i < 2 * d_t; ++i) row[i] = hidden.uniform(b_hidden);
         }
     }));

@@ -23,6 +23,12 @@ struct gguf_context;
 // with it as often as alpha allows (1 at alpha 0). The hidden state enters through
 // `hidden_weight` times a random projection into the extra dimensions: small, so the head's
 // choice mostly stays f, but a head fed the wrong row drafts differently.
+//
+// Where the target's output reads only its first `output_dims` dimensions, the head needs
+// only those: it is output_dims + n_extra wide. A real gemma4 assistant is narrow (256 against
+// its target's 1536 and more), so its own step, dominated by its projection onto the
+// vocabulary, costs a small fraction of the target's; a head as wide as the target costs
+// several times that, which under load decides whether drafting pays.
 struct gemma4_assistant_spec {
     gemma4_hparams_spec target;             // the target it drafts for (its seed: `target_seed`)
     uint64_t            target_seed = 1;
@@ -32,7 +38,7 @@ struct gemma4_assistant_spec {
     uint32_t            n_ff        = 128;
     double              hidden_weight = 0.01;
 
-    uint32_t n_embd() const { return target.n_embd + n_extra; }
+    uint32_t n_embd() const { return target.read_dims() + n_extra; }
     bool     is_full(uint32_t il) const { return il + 1 == n_layer; }
 };
 

@@ -21,7 +21,14 @@ std::string gemma4_hparams_check(const gemma4_hparams_spec & hp) {
     if (hp.head_dim % 2 != 0 || hp.head_dim_swa % 2 != 0) {
         return "head sizes must be even for RoPE";
     }
+    if (hp.output_dims > hp.n_embd) {
+        return "--output-dims must be at most --n-embd";
+    }
     return {};
+}
+
+double gemma4_output_bound(const gemma4_hparams_spec & hp) {
+    return uniform_bound(4.0 / std::sqrt(double(hp.read_dims())));
 }
 
 std::vector<tensor_spec> gemma4_tensor_specs(const gemma4_hparams_spec & hp, uint32_t n_vocab) {
@@ -36,12 +43,13 @@ std::vector<tensor_spec> gemma4_tensor_specs(const gemma4_hparams_spec & hp, uin
     const double b_embd = uniform_bound(1.0 / std::sqrt(double(n_embd)));
     const double b_in   = uniform_bound(1.0 / std::sqrt(double(n_embd)));
     const double b_down = uniform_bound(1.0 / std::sqrt(double(n_ff)));
-    const double b_out  = uniform_bound(4.0 / std::sqrt(double(n_embd)));
+    const double b_out  = gemma4_output_bound(hp);
 
     std::vector<tensor_spec> specs;
     specs.push_back(matrix_spec("token_embd.weight", n_embd, n_vocab, b_embd));
     specs.push_back(ones_spec("output_norm.weight", n_embd));
     specs.push_back(matrix_spec("output.weight", n_embd, n_vocab, b_out));
+    specs.back().row_prefix = hp.output_dims;
     // One table for every full-attention layer (the real ones hold 1 for rotated dimensions).
     specs.push_back(ones_spec("rope_freqs.weight", hp.head_dim / 2));
 

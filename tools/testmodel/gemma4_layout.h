@@ -35,11 +35,20 @@ struct gemma4_hparams_spec {
     uint32_t scaled_from_layer = UINT32_MAX;
     double   residual_scale    = 1.0;
 
+    // The output matrix reads only the first `output_dims` dimensions of the hidden state (0:
+    // all), its rows scaled so that the logits keep their spread: a narrow assistant head can
+    // then carry the whole next-token function (gemma4_assistant_layout.h).
+    uint32_t output_dims = 0;
+
+    uint32_t read_dims() const { return output_dims > 0 ? output_dims : n_embd; }
     bool is_full(uint32_t il) const { return il % 3 == 2; }
 };
 
 // Empty when valid, otherwise what is wrong (for the command line).
 std::string gemma4_hparams_check(const gemma4_hparams_spec & hp);
+
+// The uniform bound of the output matrix's values: logits of std 4 over the dimensions it reads.
+double gemma4_output_bound(const gemma4_hparams_spec & hp);
 
 // Every tensor llama_model_gemma4::load_arch_tensors requires for a dense model, with an
 // untied output matrix (tied embeddings make a random model echo its input token).

@@ -34,7 +34,8 @@ const char * const usage_text =
     "  specd-testmodel pair --vocab FILE --target FILE --draft FILE (--agreement P | --alpha A)\n"
     "                  [--extra-layers N] [--draft-type TYPE] [--arch llama|gemma4|qwen2vl] [model options]\n"
     "  specd-testmodel assistant --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
-    "                  [--hidden-weight W] [--quantize TYPE] [--draft-type TYPE] [gemma4 model options]\n"
+    "                  [--hidden-weight W] [--output-dims N] [--quantize TYPE] [--draft-type TYPE]\n"
+    "                  [gemma4 model options]\n"
     "  specd-testmodel eagle3 --vocab FILE --target FILE --out FILE (--agreement P | --alpha A)\n"
     "                  [--hidden-weight W] [--attention self|uniform] [--quantize TYPE] [model options]\n"
     "  specd-testmodel mtp --vocab FILE --out FILE (--agreement P | --alpha A) [--hidden-weight W]\n"
@@ -84,7 +85,10 @@ const char * const usage_text =
     "--hidden-weight (default 0.01) times a random projection. --quantize quantizes both;\n"
     "--draft-type TYPE quantizes the head to TYPE (over --quantize's type for it), so that its\n"
     "step costs a fraction of the target's, as a real assistant's does (the agreement is\n"
-    "calibrated on the unquantized function).\n"
+    "calibrated on the unquantized function). --output-dims N: the target's output reads only\n"
+    "the first N of its hidden state's dimensions (rescaled to the same logit spread), and the\n"
+    "head is N + 32 wide instead of the target's width + 32 (a real assistant is far narrower\n"
+    "than its target; its projection onto the vocabulary is most of its step).\n"
     "\n"
     "eagle3 mode: a llama target and an EAGLE3 head for it (one decoder layer with its own KV\n"
     "cache, fed the inputs of the target's first, middle and last layers). The head's attention\n"
@@ -170,7 +174,7 @@ cli_options parse_cli(int argc, char ** argv) {
         {"", {"--vocab", "--out", "--arch", "--quantize"}},
         {"pair", {"--vocab", "--target", "--draft", "--agreement", "--extra-layers", "--alpha", "--draft-type", "--arch"}},
         {"agreement", {"--draft", "--target", "--seed"}},
-        {"assistant", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize", "--draft-type"}},
+        {"assistant", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--output-dims", "--quantize", "--draft-type"}},
         {"eagle3", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize", "--attention"}},
         {"mtp", {"--vocab", "--out", "--agreement", "--alpha", "--hidden-weight", "--quantize"}},
         {"dflash", {"--vocab", "--target", "--out", "--agreement", "--alpha", "--quantize"}},
@@ -507,6 +511,7 @@ int run_assistant(const cli_options & opts) {
 
     gemma4_write_params target = parse_gemma4_params(opts);
     target.hparams.scaled_from_layer = 0; // every layer: at alpha 0 the target is the head's function
+    target.hparams.output_dims       = parse_count(opts, "--output-dims", 0);
     gemma4_assistant_spec spec;
     spec.target      = target.hparams;
     spec.target_seed = target.seed;

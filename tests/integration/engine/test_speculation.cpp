@@ -281,6 +281,26 @@ TEST(Speculation, DFlashFirstDraftsAreAccepted) {
     EXPECT_GT(double(s.accepted) / double(s.drafted), 0.4) << s.accepted << " of " << s.drafted;
 }
 
+// A gemma4 assistant narrower than its target, as real ones are: 96 wide against 128, the
+// target's output reading its first 64 dimensions and the head carrying those and 32 of its
+// own (specd-testmodel assistant --output-dims). At alpha 0 the target is the head's
+// function, so nearly every draft is accepted; a head that read other dimensions of the
+// token's embedding or of the output rows would agree by chance only.
+TEST(Speculation, ANarrowAssistantDraftsTheTargetsFunction) {
+    auto       target = fixtures::shared_model("gemma4-narrow-target.gguf");
+    auto       draft  = fixtures::shared_model("gemma4-narrow-assistant.gguf");
+    Session    plain(target, ctx());
+    Session    spec(target, ctx(), draft);
+    const auto tokens = target->tokenize(k_prompts[0], true, true);
+    const auto off    = run(plain, tokens, greedy(64, 0));
+    const auto on     = run(spec, tokens, greedy(64, 3));
+    EXPECT_EQ(on.text, off.text);
+    EXPECT_EQ(on.result.drafter, "gemma4-assistant");
+    const auto & s = on.result.speculation;
+    ASSERT_GT(s.drafted, 20);
+    EXPECT_GT(double(s.accepted) / double(s.drafted), 0.9) << s.accepted << " of " << s.drafted;
+}
+
 TEST(Speculation, DraftWithAnotherVocabularyIsRefused) {
     auto target = fixtures::shared_model("tiny.gguf");     // phi-3 vocabulary, 32064 tokens
     auto draft  = fixtures::shared_model("tiny-spm.gguf"); // llama-spm vocabulary, 32000 tokens
