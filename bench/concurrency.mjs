@@ -17,7 +17,7 @@
 //        [--together] [--spec-type draft-simple]
 // --spec-type is how llama-server drafts with the pairs' drafts: draft-simple for a draft
 // model, draft-eagle3 for an EAGLE3 head (bench/eagle3.json's pairs), draft-mtp for gemma4's
-// assistant.
+// assistant or a model's own MTP layer (bench/mtp.json's pairs), draft-dflash for a DFlash head.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,6 +41,9 @@ const specType = opt('spec-type', 'draft-simple');
 const reportName = opt('name', 'concurrency');
 const cellFile = opt('cells', 'bench/speculation.json');
 const numCtx = 1024; // per sequence
+// The pairs as the cell file describes them (a pair with "mtp": true drafts with its model's own
+// MTP layer: no draft file).
+const pairSpecs = JSON.parse(fs.readFileSync(cellFile, 'utf8')).pairs;
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const range = (xs) => [Math.min(...xs), Math.max(...xs)];
@@ -101,7 +104,7 @@ async function wave(engine, n, run) {
 // request option draft_num_predict 0 turns drafting off), every other engine has its own.
 function enginesOf(pair, store) {
   const target = path.join(modelsDir, `${pair}-target.gguf`);
-  const draft = path.join(modelsDir, `${pair}-draft.gguf`);
+  const draft = pairSpecs[pair]?.mtp ? undefined : path.join(modelsDir, `${pair}-draft.gguf`);
   const starters = [
     () => startSpecd({ bin: specdBin, modelsDir: path.join(store, pair), name: 'pair', target, draft,
       numCtx, env: { SPECD_NUM_PARALLEL: String(streams), SPECD_PROMPT_CACHE: '0' } }),
