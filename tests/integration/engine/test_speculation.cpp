@@ -287,15 +287,14 @@ TEST(Speculation, DFlashFirstDraftsAreAccepted) {
 // function, so nearly every draft is accepted; a head that read other dimensions of the
 // token's embedding or of the output rows would agree by chance only.
 TEST(Speculation, ANarrowAssistantDraftsTheTargetsFunction) {
-    auto       target = fixtures::shared_model("gemma4-narrow-target.gguf");
-    auto       draft  = fixtures::shared_model("gemma4-narrow-assistant.gguf");
+    const Pair narrow{"gemma4-narrow-target.gguf", "gemma4-narrow-assistant.gguf", "gemma4-assistant"};
+    auto [target, draft] = load(narrow);
     Session    plain(target, ctx());
     Session    spec(target, ctx(), draft);
-    const auto tokens = target->tokenize(k_prompts[0], true, true);
-    const auto off    = run(plain, tokens, greedy(64, 0));
-    const auto on     = run(spec, tokens, greedy(64, 3));
+    const auto off = run(plain, target->tokenize(k_prompts[0], true, true), greedy(64, 0));
+    const auto on  = run(spec, target->tokenize(k_prompts[0], true, true), greedy(64, 3));
     EXPECT_EQ(on.text, off.text);
-    EXPECT_EQ(on.result.drafter, "gemma4-assistant");
+    EXPECT_EQ(on.result.drafter, narrow.drafter);
     const auto & s = on.result.speculation;
     ASSERT_GT(s.drafted, 20);
     EXPECT_GT(double(s.accepted) / double(s.drafted), 0.9) << s.accepted << " of " << s.drafted;
