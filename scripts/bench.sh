@@ -24,7 +24,10 @@
 # llama-server --parallel N without a draft and at depths 3 and 8 (bench/results/concurrency.md);
 # `scripts/bench.sh concurrency bench/eagle3.json --pairs e3_06,e3_09 --spec-type draft-eagle3
 # --name concurrency-eagle3` the same with an EAGLE3 head (the cell file names the models to
-# generate; --name the report's files).
+# generate; --name the report's files); bench/heads.json --pairs g4head06,g4head09 --spec-type
+# draft-mtp, bench/mtp.json --pairs mtp_06,mtp_09 --spec-type draft-mtp (a model's own MTP layer:
+# no draft file) and bench/dflash.json --pairs dflash_06,dflash_09 --spec-type draft-dflash the
+# other drafter kinds (bench/results/concurrency-{heads,mtp,dflash}.md).
 # Every anchor runs as its users run it: llama-server built with upstream's default options
 # (scripts/llama.sh server), the same thread count as the machine's CPUs, draft threads left
 # at their default; specd with its own defaults (thread counts measured at load). Each report
