@@ -13,9 +13,9 @@ std::string gemma4_assistant_check(const gemma4_assistant_spec & spec) {
         // multiple of 32 so that its matrices can be quantized.
         return "the assistant's extra width must be a positive multiple of 32";
     }
-    if (spec.target.read_dims() % 32 != 0 || spec.n_embd() == spec.target.n_embd) {
-        return "--output-dims must be a multiple of 32 and leave the head narrower than the target";
-    }
+    if (spec.target.output_dims % 32 != 0) return "--output-dims must be a multiple of 32";
+    // libllama tells the head's width from the target's hidden size it reads.
+    if (spec.n_embd() == spec.target.n_embd) return "--output-dims + 32 must differ from --n-embd";
     if (spec.n_layer < 2) return "an assistant needs a sliding-window and a full-attention layer";
     if (spec.n_head % spec.target.n_head_kv != 0) return "the assistant's heads must be a multiple of the target's KV heads";
     // It reads the target's last layer (full attention) and the one before (sliding window).
