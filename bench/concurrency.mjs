@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { option as opt } from './options.mjs';
 import { shortenPaths as shorten, specdCommit } from './report.mjs';
-import { startLlamaServer, startSpecd } from './servers.mjs';
+import { pairModels, startLlamaServer, startSpecd } from './servers.mjs';
 import { threadChoices, turns, turnsSentence } from './turns.mjs';
 
 const specdBin = opt('specd');
@@ -41,8 +41,8 @@ const specType = opt('spec-type', 'draft-simple');
 const reportName = opt('name', 'concurrency');
 const cellFile = opt('cells', 'bench/speculation.json');
 const numCtx = 1024; // per sequence
-// The pairs as the cell file describes them (a pair with "mtp": true drafts with its model's own
-// MTP layer: no draft file).
+// The pairs as the cell file describes them (pairModels: a pair with an MTP layer of its own has
+// no draft file).
 const pairSpecs = JSON.parse(fs.readFileSync(cellFile, 'utf8')).pairs;
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -103,8 +103,7 @@ async function wave(engine, n, run) {
 // The engines and the servers they run on: specd spec-on and spec-off share one server (the
 // request option draft_num_predict 0 turns drafting off), every other engine has its own.
 function enginesOf(pair, store) {
-  const target = path.join(modelsDir, `${pair}-target.gguf`);
-  const draft = pairSpecs[pair]?.mtp ? undefined : path.join(modelsDir, `${pair}-draft.gguf`);
+  const { target, draft } = pairModels(modelsDir, pair, pairSpecs[pair]);
   const starters = [
     () => startSpecd({ bin: specdBin, modelsDir: path.join(store, pair), name: 'pair', target, draft,
       numCtx, env: { SPECD_NUM_PARALLEL: String(streams), SPECD_PROMPT_CACHE: '0' } }),

@@ -48,12 +48,12 @@ for pair in $(q "Object.keys(s.pairs).join(' ')"); do
     # "draft_type" quantizes the head alone; "output_dims" makes the target's output read only
     # that many dimensions and the head that much (plus 32) wide.
     layers=$(q "s.pairs['$pair'].layers")
-    head_type=""
-    [ -z "$draft_type" ] || head_type=" --draft-type $draft_type"
+    head_args=""
+    [ -z "$draft_type" ] || head_args=" --draft-type $draft_type"
     dims=$(q "s.pairs['$pair'].output_dims ?? ''")
-    [ -z "$dims" ] || head_type="$head_type --output-dims $dims"
+    [ -z "$dims" ] || head_args="$head_args --output-dims $dims"
     generate "$pair (assistant, agreement $agreement)" "$out/$pair-target.gguf" "$out/.$pair.stamp" \
-      "assistant --vocab $pair_vocab --target $out/$pair-target.gguf --out $out/$pair-draft.gguf --agreement $agreement --seed $seed --n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $layers$head_type"
+      "assistant --vocab $pair_vocab --target $out/$pair-target.gguf --out $out/$pair-draft.gguf --agreement $agreement --seed $seed --n-embd $(q s.shape.n_embd) --n-ff $(q s.shape.n_ff) --n-head $(q s.shape.n_head) --n-layer $layers$head_args"
     continue
   fi
   if [ "$(q "s.pairs['$pair'].dflash ? 'yes' : 'no'")" = yes ]; then

@@ -22,7 +22,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSpecd, startLlamaServer, generate, residentMiB } from './servers.mjs';
+import { startSpecd, startLlamaServer, generate, pairModels, residentMiB } from './servers.mjs';
 import { threadChoices, turns, turnsSentence } from './turns.mjs';
 import { b64, png } from '../tests/e2e/images.mjs';
 import { summarise, tables, markdown, shortenPaths, specdCommit, svg, write } from './report.mjs';
@@ -69,10 +69,8 @@ const commandLines = new Map();
 
 // One server for `engine` (and the engines that share it).
 function startServer(engine, opt, spec, pairName, storeDir) {
-  const target = path.resolve(opt.models, `${pairName}-target.gguf`);
   const pair = spec.pairs[pairName];
-  // A model with an MTP layer of its own has no draft file.
-  const draft = pair.mtp ? undefined : path.resolve(opt.models, `${pairName}-draft.gguf`);
+  const { target, draft } = pairModels(opt.models, pairName, pair);
   const numCtx = pair.num_ctx ?? spec.num_ctx;
   const mmproj = pair.projector ? `${pairName}-mmproj.gguf` : spec.projector ? 'mmproj.gguf' : undefined;
   return engine.kind === 'specd'

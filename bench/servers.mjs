@@ -2,6 +2,7 @@
 // Loopback only; every process is stopped when its cell group ends (or this process exits).
 import { spawn, execFileSync } from 'node:child_process';
 import net from 'node:net';
+import path from 'node:path';
 
 const live = new Set();
 process.on('exit', () => { for (const c of live) c.kill('SIGKILL'); });
@@ -64,6 +65,13 @@ const created = new Set(); // models created in this process: binary, store, nam
 
 // specd with a private store holding `name` = target + draft. Its thread counts are its own
 // choice (measured at load) unless `threads` sets num_thread.
+// A bench pair's model files in `modelsDir` as bench/make-models.sh names them. A pair with an
+// MTP layer of its own (`"mtp": true`) has no draft file: the model drafts with its layer.
+export function pairModels(modelsDir, name, pair) {
+  return { target: path.resolve(modelsDir, `${name}-target.gguf`),
+           draft: pair?.mtp ? undefined : path.resolve(modelsDir, `${name}-draft.gguf`) };
+}
+
 export async function startSpecd({ bin, modelsDir, name, target, draft, threads, numCtx, mmproj, env: extraEnv = {} }) {
   const port = await freePort();
   const env = { SPECD_MODELS: modelsDir, SPECD_HOST: `127.0.0.1:${port}`, ...extraEnv };
