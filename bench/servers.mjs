@@ -196,6 +196,7 @@ function specdCounters(s) {
     grammar_truncated: gtObject ? num(gt.tokens) : num(gt),
     grammar_truncated_rounds: num(s?.grammar_truncated_rounds) ?? (gtObject ? num(gt.rounds) : null),
     grammar_no_legal_draft: num(s?.grammar_no_legal_draft),
+    mean_k: num(s?.mean_k), // the mean depth of the request's rounds
   };
 }
 async function llamaMetrics(server) {

@@ -27,7 +27,9 @@
 # generate; --name the report's files); bench/heads.json --pairs g4head06,g4head09 --spec-type
 # draft-mtp, bench/mtp.json --pairs mtp_06,mtp_09 --spec-type draft-mtp (a model's own MTP layer:
 # no draft file) and bench/dflash.json --pairs dflash_06,dflash_09 --spec-type draft-dflash the
-# other drafter kinds (bench/results/concurrency-{heads,mtp,dflash}.md).
+# other drafter kinds (bench/results/concurrency-{heads,mtp,dflash}.md). bench/waves.mjs (run
+# directly) is the probe behind those reports' readings: one server kept up, a sequence of
+# N-stream waves in the arms given (on, off, kN), tok/s and depth per wave.
 # Every anchor runs as its users run it: llama-server built with upstream's default options
 # (scripts/llama.sh server), the same thread count as the machine's CPUs, draft threads left
 # at their default; specd with its own defaults (thread counts measured at load). Each report
