@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { option as opt } from './options.mjs';
 import { shortenPaths as shorten, specdCommit } from './report.mjs';
-import { pairModels, startLlamaServer, startSpecd } from './servers.mjs';
+import { pairModels, startLlamaServer, startSpecd, streamPrompt } from './servers.mjs';
 import { threadChoices, turns, turnsSentence } from './turns.mjs';
 
 const specdBin = opt('specd');
@@ -47,7 +47,6 @@ const pairSpecs = JSON.parse(fs.readFileSync(cellFile, 'utf8')).pairs;
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const range = (xs) => [Math.min(...xs), Math.max(...xs)];
-const prompt = (i, run) => `Stream ${i}, run ${run}: the story of a ${['river', 'city', 'robot', 'garden'][i % 4]} begins`;
 
 async function llamaTokens(server) {
   const text = await (await fetch(`${server.url}/metrics`)).text();
@@ -85,7 +84,7 @@ async function wave(engine, n, run) {
   const { server, spec } = engine;
   const before = server.kind === 'llama-server' ? await llamaTokens(server) : 0;
   const t0 = performance.now();
-  const answers = await Promise.all(Array.from({ length: n }, (_, i) => one(server, prompt(i, run), spec)));
+  const answers = await Promise.all(Array.from({ length: n }, (_, i) => one(server, streamPrompt(i, run), spec)));
   const wall = (performance.now() - t0) / 1000;
   const tokens = server.kind === 'llama-server' ? (await llamaTokens(server)) - before
     : answers.reduce((a, b) => a + b.tokens, 0);

@@ -127,6 +127,11 @@ export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMi
   return { ...server, kind: 'llama-server' };
 }
 
+// The concurrency benchmarks' raw prompts (bench/concurrency.mjs, bench/waves.mjs): one per
+// stream `i` and run, so that a probe reads the same text as the report it explains.
+export const streamPrompt = (i, run) =>
+  `Stream ${i}, run ${run}: the story of a ${['river', 'city', 'robot', 'garden'][i % 4]} begins`;
+
 // One generation; returns decode tokens/s as the server measured it, wall seconds, the text
 // (null when the server could not send it), done_reason ("stop" | "length") and the draft
 // counters. `schema`, when set, constrains the answer: specd's `format`, llama-server's

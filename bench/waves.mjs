@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { option as opt } from './options.mjs';
-import { generate, pairModels, startSpecd } from './servers.mjs';
+import { generate, pairModels, startSpecd, streamPrompt } from './servers.mjs';
 
 const specdBin = opt('specd');
 const modelsDir = opt('models');
@@ -33,8 +33,6 @@ for (const a of arms) {
   if (!/^(on|off|k\d+)$/.test(a)) throw new Error(`arm ${a}: on, off or kN`);
 }
 
-// The prompts of bench/concurrency.mjs, so that a probe reads the same text as its report.
-const prompt = (i, run) => `Stream ${i}, run ${run}: the story of a ${['river', 'city', 'robot', 'garden'][i % 4]} begins`;
 const armOptions = (arm) => (arm.startsWith('k') ? { draft_depth: Number(arm.slice(1)) } : {});
 
 const { target, draft } = pairModels(modelsDir, pair, JSON.parse(fs.readFileSync(cellFile, 'utf8')).pairs[pair]);
@@ -47,7 +45,7 @@ try {
   for (const arm of arms) {
     const t0 = performance.now();
     const answers = await Promise.all(Array.from({ length: streams }, (_, i) => generate(server, {
-      prompt: prompt(i, run), numPredict, draft: arm !== 'off', options: armOptions(arm) })));
+      prompt: streamPrompt(i, run), numPredict, draft: arm !== 'off', options: armOptions(arm) })));
     const wall = (performance.now() - t0) / 1000;
     const tokens = answers.reduce((a, b) => a + b.tokens, 0);
     const each = answers.map((a) => `k ${(a.mean_k ?? 0).toFixed(2)} drafted ${a.drafted} accepted ${a.accepted}`);
