@@ -391,9 +391,9 @@ std::vector<SeqFinished> Session::step() {
         rounds.emplace_back(r.get(), job);
     }
     // The draft model (or head) drafts for every round that asks it, all together
-    // (draft_context.h, head_context.h); each round's share of the time is its share of the
-    // drafted tokens. A head's catching up after rounds without drafts is left out of it: the
-    // step pays it (the gate sees it), the drafts' cost per token does not include it.
+    // (draft_context.h, head_context.h). A head's catching up after rounds without drafts is
+    // left out of the drafts' time: the step pays it (the gate sees it), the drafts' cost per
+    // token does not include it.
     std::optional<int64_t> draft_ns = 0;
     if (!jobs.empty() || !head_jobs.empty()) {
         const int64_t t0      = now_ns();
@@ -408,18 +408,23 @@ std::vector<SeqFinished> Session::step() {
         // request, which parked, and the model's prior carried it to the next ones.
         if (before == 0) draft_ns.reset();
     }
-    size_t drafted = 0;
-    for (const DraftJob & j : jobs) drafted += j.out.tokens.size();
-    for (const HeadJob & j : head_jobs) drafted += j.out.tokens.size();
-    const size_t n_jobs = jobs.size() + head_jobs.size();
+    // What each round is charged for its drafts: its tokens at what they cost when the whole
+    // batch drafts (spec/draft_charge.h). [job] for the draft model's jobs, then the head's.
+    std::vector<size_t> job_tokens;
+    for (const DraftJob & j : jobs) job_tokens.push_back(j.out.tokens.size());
+    for (const HeadJob & j : head_jobs) job_tokens.push_back(j.out.tokens.size());
+    std::vector<double> charged;
+    if (draft_ns && !job_tokens.empty()) {
+        charged = charge_.charge(static_cast<int>(rounds.size()), job_tokens, double(*draft_ns) / 1e9);
+    }
     for (auto & [r, job] : rounds) {
         spec::Proposal proposal;
         std::optional<int64_t> share = 0;
         if (job >= 0) {
             spec::Proposal & out = r->slot.head ? head_jobs[size_t(job)].out : jobs[size_t(job)].out;
-            if (!draft_ns) share.reset();
-            else if (drafted > 0) share = int64_t(double(*draft_ns) * double(out.tokens.size()) / double(drafted));
-            else share = *draft_ns / int64_t(n_jobs);
+            const size_t     at  = r->slot.head ? jobs.size() + size_t(job) : size_t(job);
+            if (charged.empty()) share.reset();
+            else share = static_cast<int64_t>(charged[at] * 1e9);
             proposal = std::move(out);
         }
         if (guarded(*r, [&] {

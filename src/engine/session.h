@@ -20,6 +20,7 @@
 #include "engine/request_run.h"
 #include "engine/sequence_slot.h"
 #include "spec/depth_controller.h"
+#include "spec/draft_charge.h"
 #include "spec/drafting_gate.h"
 
 #include <atomic>
@@ -134,6 +135,7 @@ class Session {
     spec::DepthPrior                           prior_;
     spec::AcceptancePool                       acceptance_; // the running requests' drafts, pooled
     spec::DraftingGate                         gate_;       // whether drafting pays, measured per batch size
+    spec::DraftCharge                          charge_;     // what each round's drafts cost it in a batch step
     LiveCounters                               live_;
     ForcedSpeller                              speller_; // learns how the target spells forced text
     PromptReuse                                reuse_;
