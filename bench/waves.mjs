@@ -9,7 +9,9 @@
 // Arms: `on` (the adaptive depth), `off` (draft_num_predict 0), `kN` (draft_depth N, which
 // the drafting gate does not hold back). Each wave's streams get prompts of their own; a
 // wave's prompts change after every `off` wave (so an on/off pair runs the same text), or
-// never with --same-prompts. Prints per wave: aggregate tokens/s (all tokens / wall time) and
+// never with --same-prompts. The wave that comes first on new prompts can read a few percent
+// below the next ones on the same text (bench/results/concurrency-mtp.md, third probe): vary
+// the arms' order before reading a ratio. Prints per wave: aggregate tokens/s (all tokens / wall time) and
 // per stream mean depth, drafted and accepted tokens.
 import fs from 'node:fs';
 import os from 'node:os';

@@ -26,15 +26,15 @@ std::vector<double> DraftCharge::charge(int generating, std::span<const size_t> 
         return out;
     }
     const int  batch    = std::max(1, generating);
-    const bool together = int(drafting) >= batch;
-    if (together) {
+    const bool all_drafted = int(drafting) >= batch;
+    if (all_drafted) {
         const size_t i = size_t(batch - 1);
         if (by_batch_.size() <= i) by_batch_.resize(i + 1);
         Fade & f  = by_batch_[i];
         f.seconds = forget_ * f.seconds + seconds;
         f.tokens  = forget_ * f.tokens + double(drafted);
     }
-    const double per_token = together ? 0.0 : this->together(batch);
+    const double per_token = all_drafted ? 0.0 : together(batch);
     for (size_t i = 0; i < tokens.size(); ++i) {
         const double share = seconds * double(tokens[i]) / double(drafted);
         out[i]             = per_token > 0.0 ? std::min(share, per_token * double(tokens[i])) : share;

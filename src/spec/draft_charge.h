@@ -32,8 +32,8 @@ class DraftCharge {
 
     // One step's drafting: `generating` rounds in the step, `tokens[i]` the tokens drafted
     // for the i-th round that asked the drafter, `seconds` what drafting them all took.
-    // Returns each asking round's seconds. A step in which every generating round asked and
-    // some drafted measures the batch's cost per token.
+    // Returns each asking round's seconds. A step in which every generating round drafted a
+    // token or more measures the batch's cost per token.
     std::vector<double> charge(int generating, std::span<const size_t> tokens, double seconds);
 
     // Seconds per drafted token when every round of a batch of `generating` drafts together
