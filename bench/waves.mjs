@@ -11,8 +11,8 @@
 // wave's prompts change after every `off` wave (so an on/off pair runs the same text), or
 // never with --same-prompts. The wave that comes first on new prompts can read a few percent
 // below the next ones on the same text (bench/results/concurrency-mtp.md, third probe): vary
-// the arms' order before reading a ratio. Prints per wave: aggregate tokens/s (all tokens / wall time) and
-// per stream mean depth, drafted and accepted tokens.
+// the arms' order before reading a ratio. Prints per wave: aggregate tokens/s (all tokens /
+// wall time) and per stream mean depth, drafted and accepted tokens.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
