@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { option as opt } from './options.mjs';
 import { shortenPaths as shorten, specdCommit } from './report.mjs';
-import { pairModels, startLlamaServer, startSpecd, streamPrompt } from './servers.mjs';
+import { flushSequences, pairModels, startLlamaServer, startSpecd, streamPrompt } from './servers.mjs';
 import { threadChoices, turns, turnsSentence } from './turns.mjs';
 
 const specdBin = opt('specd');
@@ -82,6 +82,8 @@ const shortWaves = [];
 // depth per round (the depth controller sees the batch).
 async function wave(engine, n, run) {
   const { server, spec } = engine;
+  // Every wave evaluates its prompts in full, whichever engine went before it on the server.
+  if (server.kind === 'specd') await flushSequences(server, engine.singleOnly ? 1 : streams);
   const before = server.kind === 'llama-server' ? await llamaTokens(server) : 0;
   const t0 = performance.now();
   const answers = await Promise.all(Array.from({ length: n }, (_, i) => one(server, streamPrompt(i, run), spec)));

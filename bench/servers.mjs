@@ -127,6 +127,22 @@ export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMi
   return { ...server, kind: 'llama-server' };
 }
 
+// Makes a specd server's next prompts evaluate in full. With its prompt cache off, specd still
+// keeps each sequence's KV for the next prompt that shares its prefix, as Ollama does; a wave
+// that repeats the prompts of the wave before it (spec-on, then spec-off, on the same text)
+// would evaluate only their last token while the first evaluated them all: on the 4-stream
+// bench that gave the second arm about 2% (60 prompt tokens of a 5 s wave), and llama-server's
+// requests there do not reuse (cache_prompt false). `sequences` requests at once, of one token
+// each and no drafts, take every sequence (the least recently used first) and leave it holding
+// text that no benchmark prompt starts with.
+export async function flushSequences(server, sequences) {
+  await Promise.all(Array.from({ length: sequences }, (_, i) => fetch(`${server.url}/api/generate`, {
+    method: 'POST',
+    body: JSON.stringify({ model: server.name, prompt: `${i} flush`, raw: true, stream: false,
+                           options: { num_predict: 1, temperature: 0, draft_num_predict: 0 } }),
+  }).then(async (r) => { if (!r.ok) throw new Error(`specd flush: ${(await r.json()).error}`); })));
+}
+
 // The concurrency benchmarks' raw prompts (bench/concurrency.mjs, bench/waves.mjs): one per
 // stream `i` and run, so that a probe reads the same text as the report it explains.
 export const streamPrompt = (i, run) =>

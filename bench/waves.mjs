@@ -9,15 +9,17 @@
 // Arms: `on` (the adaptive depth), `off` (draft_num_predict 0), `kN` (draft_depth N, which
 // the drafting gate does not hold back). Each wave's streams get prompts of their own; a
 // wave's prompts change after every `off` wave (so an on/off pair runs the same text), or
-// never with --same-prompts. The wave that comes first on new prompts can read a few percent
-// below the next ones on the same text (bench/results/concurrency-mtp.md, third probe): vary
-// the arms' order before reading a ratio. Prints per wave: aggregate tokens/s (all tokens /
-// wall time) and per stream mean depth, drafted and accepted tokens.
+// never with --same-prompts. Before each wave every sequence is made to hold other text
+// (servers.mjs flushSequences), so each wave evaluates its prompts in full: without that, the
+// waves after the first on a prompt set reused its prompts' KV and read about 2% high against
+// it (what bench/results/concurrency-mtp.md's third probe saw as an order effect). Prints per
+// wave: aggregate tokens/s (all tokens / wall time) and per stream mean depth, drafted and
+// accepted tokens.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { option as opt } from './options.mjs';
-import { generate, pairModels, startSpecd, streamPrompt } from './servers.mjs';
+import { flushSequences, generate, pairModels, startSpecd, streamPrompt } from './servers.mjs';
 
 const specdBin = opt('specd');
 const modelsDir = opt('models');
@@ -45,6 +47,7 @@ console.log(`${pair}: ${server.commandLine}`);
 try {
   let run = 0;
   for (const arm of arms) {
+    await flushSequences(server, streams);
     const t0 = performance.now();
     const answers = await Promise.all(Array.from({ length: streams }, (_, i) => generate(server, {
       prompt: streamPrompt(i, run), numPredict, draft: arm !== 'off', options: armOptions(arm) })));
