@@ -13,7 +13,8 @@
 // time(k) = t_1 + [k > 0] * o + k * (c_d + c_v): a step of several positions costs a fixed o
 // more than a one-token step (the target leaves its one-token path; a head's own cache is fed
 // only after rounds that drafted). plan() picks the k in 0..cap with the highest
-// E[tokens | k] / time(k), and keeps probing while that is 0 so it never parks there.
+// E[tokens | k] / time(k), and keeps probing while that is 0 so it never parks there; it
+// reaches at most two positions past the deepest one measured (trusted_depth()).
 #include "spec/acceptance_pool.h"
 
 #include <cstdint>
@@ -159,9 +160,12 @@ class DepthController {
     // proportion to how much it measured (a request that never drafted leaves alpha alone).
     void fold_into(DepthPrior & prior) const;
 
-    // The k in 0..k_cap() with the best expected rate under the current estimates (no forced
-    // tokens ahead).
+    // The k in 0..min(k_cap(), trusted_depth()) with the best expected rate under the current
+    // estimates (no forced tokens ahead).
     int        best_k() const;
+    // The deepest a round may plan: two positions past the deepest one measured (with a few
+    // trials, the prior's and this request's); beyond it acceptance is only extrapolated.
+    int        trusted_depth() const;
     // Per-token acceptance of forced tokens (posterior mean, optimistic at first).
     double     forced_p() const;
     int        k_cap() const { return cap_; }

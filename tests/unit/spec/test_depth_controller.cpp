@@ -167,18 +167,20 @@ TEST(DepthController, ConvergesToBestFixedDepth) {
 // depth 8 ~0.86). One alpha for every position, fitted to the positions a controller happens
 // to draft, plans too deep where acceptance falls and too shallow where it rises; the shape
 // by position puts each cell within 2% of the best fixed depth (measured 0.985-1.0; with
-// the shape held at 1, i.e. the geometric model, 0.91-0.98).
+// the shape held at 1, i.e. the geometric model, 0.91-0.98), the rising one within 3%: over
+// seeds 400-415 it came to 0.970-0.991 (mean 0.979), the falling ones to 0.993-1.0.
 TEST(DepthController, LearnsAcceptanceThatChangesWithDepth) {
     struct Case {
         std::vector<double> by_position;
         double              ratio;
+        double              least = 0.98; // of the best fixed depth's rate
     };
     const Case cases[] = {
         {{0.97, 0.95, 0.93, 0.9, 0.85, 0.75, 0.6, 0.5}, 0.1},
         {{0.97, 0.95, 0.93, 0.9, 0.85, 0.75, 0.6, 0.5}, 0.25},
         {{0.95, 0.8, 0.5, 0.3}, 0.1},
         {{0.9, 0.5, 0.3}, 0.05},
-        {{0.6, 0.8, 0.9, 0.95}, 0.1},
+        {{0.6, 0.8, 0.9, 0.95}, 0.1, 0.97},
     };
     uint64_t seed = 300;
     for (const Case & c : cases) {
@@ -192,7 +194,7 @@ TEST(DepthController, LearnsAcceptanceThatChangesWithDepth) {
         std::printf("first %.2f ratio %.2f: best k %d %.1f tok/s, controller %.1f (%.3f), mean k %.2f\n",
                     c.by_position[0], c.ratio, best_k, best_tps, ctrl_tps, ctrl_tps / best_tps, dc.stats().mean_k());
         SCOPED_TRACE(testing::Message() << "first " << c.by_position[0] << " ratio " << c.ratio);
-        EXPECT_GE(ctrl_tps, 0.98 * best_tps);
+        EXPECT_GE(ctrl_tps, c.least * best_tps);
         // The shape it plans with is the drafter's: position 3 against position 1 (both drafted
         // in nearly every round), whatever the level's noise.
         const std::vector<double> h = dc.acceptance_by_position();
@@ -367,7 +369,8 @@ TEST(DepthController, DraftNumPredictZeroDisablesDrafting) {
 
 // A round that accepts all of its k drafts says "run length >= k", not "= k". Reading it
 // as "= k" (a rejection right after) would settle alpha at k / (k + 1) = 2/3 here; the
-// censored estimate keeps rising towards 1, and the depth grows with it.
+// censored estimate keeps rising towards 1, and the depth grows with it (as far as a round
+// may reach past the positions measured: two past these rounds' 2).
 TEST(DepthController, FullAcceptsAreCensored) {
     DepthController dc{timed_prior(0.010)};
     double          prev = dc.alpha();
@@ -383,7 +386,7 @@ TEST(DepthController, FullAcceptsAreCensored) {
         prev = dc.alpha();
     }
     EXPECT_GT(dc.alpha(), 0.95);
-    EXPECT_GE(dc.plan(), 12);
+    EXPECT_EQ(dc.plan(), 4);
 }
 
 // An n-gram drafter that finds nothing drafts 0 of k: no acceptance evidence either way.
@@ -453,6 +456,33 @@ TEST(DepthController, DraftsDeepWhenTheFixedCostIsPaidFor) {
     const Throughput t = run_controller(dc, sim, 100, 2000);
     EXPECT_GE(t.per_second(), 0.95 * best);
     EXPECT_GE(dc.stats().mean_k(), 4.0);
+}
+
+// Deep positions are drafted only behind accepted ones, so their acceptance is mostly
+// extrapolated; under the first rounds' optimism it read near 1 and a request planned 12-15
+// after one full accept of 6 (bench/mtp.json's mtp_09 alone). A round reaches at most two
+// positions past the deepest one tried, and a drafter that pays deep still gets there.
+TEST(DepthController, ReachesNoFurtherThanTwoPastWhatWasMeasured) {
+    const SimParams p = sim_params(0.97, 0.05); // best fixed depth: the cap of 16
+    DepthController dc{DepthPrior{}};
+    SimDrafter      sim(p, 36);
+    std::vector<int> trials(16, 0);
+    int first = -1, last_k = 0;
+    for (int i = 0; i < 200; ++i) {
+        int deepest = 0;
+        for (int j = 0; j < 16; ++j) {
+            if (trials[size_t(j)] >= 1) deepest = j + 1;
+        }
+        const int k = dc.plan();
+        if (first < 0) first = k;
+        EXPECT_LE(k, deepest + 2) << "round " << i;
+        const RoundObservation r = sim.round(k);
+        for (int j = 0; j < std::min(r.n_drafted, r.n_accepted + 1); ++j) ++trials[size_t(j)];
+        dc.observe(r);
+        last_k = k;
+    }
+    EXPECT_LE(first, 2);
+    EXPECT_EQ(last_k, 16);
 }
 
 TEST(DepthController, LearnsTheFixedCostOfARound) {
