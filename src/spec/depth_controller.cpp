@@ -45,11 +45,11 @@ constexpr double k_shape_trials_cap   = 4096.0;
 constexpr int64_t k_spike_min_rounds = 2;
 // How far a round may reach past what has been measured: no deeper than `k_trust_reach`
 // positions beyond the deepest one tried (`k_trust_trials`: by the prior's trials and the
-// request's; a position is tried when the drafts before it were accepted). Deeper positions' acceptance is extrapolated from their neighbours, and under
-// the early rounds' optimism it came out near 1: on the MTP bench pair at agreement 0.9 alone
-// (bench/mtp.json's mtp_09) a request drafted 6 tokens, had all 6 accepted and then planned 12
-// or 15 of which 2 were accepted: 110-128 ms for 3 tokens, where its rounds of 4 took 55 ms
-// for 4.2 on average.
+// request's; a position is tried when the drafts before it were accepted). Deeper positions'
+// acceptance is extrapolated from their neighbours, and under the early rounds' optimism it
+// came out near 1: on the MTP bench pair at agreement 0.9 alone (bench/mtp.json's mtp_09) a
+// request drafted 6 tokens, had all 6 accepted and then planned 12 or 15 of which 2 were
+// accepted: 110-128 ms for 3 tokens, where its rounds of 4 took 55 ms for 4.2 on average.
 constexpr double k_trust_trials = 1.0;
 constexpr int    k_trust_reach  = 2;
 // No position's acceptance is planned as certain: a run of sure accepts would make every

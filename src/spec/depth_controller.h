@@ -14,7 +14,7 @@
 // more than a one-token step (the target leaves its one-token path; a head's own cache is fed
 // only after rounds that drafted). plan() picks the k in 0..cap with the highest
 // E[tokens | k] / time(k), and keeps probing while that is 0 so it never parks there; it
-// reaches at most two positions past the deepest one measured (trusted_depth()).
+// reaches at most two positions past the deepest one tried (trusted_depth()).
 #include "spec/acceptance_pool.h"
 
 #include <cstdint>
@@ -163,8 +163,8 @@ class DepthController {
     // The k in 0..min(k_cap(), trusted_depth()) with the best expected rate under the current
     // estimates (no forced tokens ahead).
     int        best_k() const;
-    // The deepest a round may plan: two positions past the deepest one measured (with a few
-    // trials, the prior's and this request's); beyond it acceptance is only extrapolated.
+    // The deepest a round may plan: two positions past the deepest one tried (by the prior's
+    // trials or this request's); beyond it acceptance is only extrapolated.
     int        trusted_depth() const;
     // Per-token acceptance of forced tokens (posterior mean, optimistic at first).
     double     forced_p() const;
