@@ -34,7 +34,7 @@ RequestRun::RequestRun(const RunEnv & env, SequenceSlot & slot, uint64_t id, Mul
     sampler_(env.model, opts_.sampling, opts_.grammar), choice_(token_choice(opts_, sampler_.greedy())),
     rng_(choice_.seed),
     depth_(env.prior, draft_cap(opts_), spec::DepthConfig{.k_max = k_spec_max, .fixed_k = opts_.draft_fixed_k.value_or(-1)},
-           &env.acceptance),
+           &env.acceptance, &env.steps),
     out_(env.model, opts_, emit_, emit_logprobs_) {
     const std::vector<llama_token> & prompt_tokens = mm_.tokens;
     const size_t history = std::min(prompt_tokens.size(), size_t(std::max(opts_.sampling.repeat_last_n, 0)));

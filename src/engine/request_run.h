@@ -42,6 +42,7 @@ struct RunEnv {
     ForcedSpeller &    speller;   // learns how the target spells forced text
     spec::DepthPrior & prior;     // what the depth controller carries between requests
     spec::AcceptancePool & acceptance; // what the running requests' drafts met, pooled
+    const spec::StepCosts & steps;     // what the session's steps cost by their positions
     LiveCounters &     live;      // what the session's requests did so far, round by round
     PromptReuse &      reuse;
     // Evaluates one of the run's images into its sequence, on decodes of its own.

@@ -114,6 +114,7 @@ Session::Session(std::shared_ptr<Model> model, const ContextOptions & opts, std:
                         .speller   = speller_,
                         .prior     = prior_,
                         .acceptance = acceptance_,
+                        .steps     = steps_,
                         .live      = live_,
                         .reuse     = reuse_,
                         .eval_image = [this](RequestRun & run, const MultimodalPrompt & prompt,
@@ -474,6 +475,8 @@ std::vector<SeqFinished> Session::step() {
                 });
             }
             acceptance_.end_step();
+            // The steps the rounds see (a step of prompt chunks alone is not one of them).
+            if (round_runs > 0) steps_.add(batch_.size() - 1, double(t_step) / 1e9);
             // What this step of rounds delivered, drafting or not (a step that also evaluated
             // prompt chunks or images says nothing about the rounds).
             if (rounds_only && round_runs >= 2) {

@@ -22,6 +22,7 @@
 #include "spec/depth_controller.h"
 #include "spec/draft_charge.h"
 #include "spec/drafting_gate.h"
+#include "spec/step_costs.h"
 
 #include <atomic>
 #include <chrono>
@@ -134,6 +135,7 @@ class Session {
     std::vector<std::unique_ptr<SequenceSlot>> slots_;
     spec::DepthPrior                           prior_;
     spec::AcceptancePool                       acceptance_; // the running requests' drafts, pooled
+    spec::StepCosts                            steps_;      // what a step costs by its positions
     spec::DraftingGate                         gate_;       // whether drafting pays, measured per batch size
     spec::DraftCharge                          charge_;     // what each round's drafts cost it in a batch step
     LiveCounters                               live_;

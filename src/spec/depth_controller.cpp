@@ -71,64 +71,9 @@ double blend(double prior, double measured, double evidence, double evidence_hal
 
 } // namespace
 
-// Solves the n x n system a * z = b in place (Gaussian elimination with partial pivoting);
-// false when it is singular.
-template <int N> bool solve(double (&a)[N][N], double (&b)[N], int n) {
-    for (int c = 0; c < n; ++c) {
-        int p = c;
-        for (int r = c + 1; r < n; ++r) {
-            if (std::abs(a[r][c]) > std::abs(a[p][c])) p = r;
-        }
-        if (std::abs(a[p][c]) < 1e-300) return false;
-        std::swap(a[p], a[c]);
-        std::swap(b[p], b[c]);
-        for (int r = c + 1; r < n; ++r) {
-            const double f = a[r][c] / a[c][c];
-            for (int k = c; k < n; ++k) a[r][k] -= f * a[c][k];
-            b[r] -= f * b[c];
-        }
-    }
-    for (int c = n - 1; c >= 0; --c) {
-        for (int k = c + 1; k < n; ++k) b[c] -= a[c][k] * b[k];
-        b[c] /= a[c][c];
-    }
-    return true;
-}
-
-void DepthController::WeightedSums::fade(double f) {
-    w *= f;
-    d *= f;
-    x *= f;
-    y *= f;
-    xx *= f;
-    dy *= f;
-    xy *= f;
-}
-
-void DepthController::WeightedSums::add(double xi, double yi, double weight) {
-    const double di = xi > 0.0 ? 1.0 : 0.0;
-    w += weight;
-    d += weight * di;
-    x += weight * xi;
-    y += weight * yi;
-    xx += weight * xi * xi;
-    dy += weight * di * yi;
-    xy += weight * xi * yi;
-}
-
-void DepthController::WeightedSums::merge(const WeightedSums & o) {
-    w += o.w;
-    d += o.d;
-    x += o.x;
-    y += o.y;
-    xx += o.xx;
-    dy += o.dy;
-    xy += o.xy;
-}
-
 DepthController::DepthController(const DepthPrior & prior, std::optional<int> draft_num_predict,
-                                 const DepthConfig & config, AcceptancePool * pool)
-    : config_(config), prior_(prior), pool_(pool) {
+                                 const DepthConfig & config, AcceptancePool * pool, const StepCosts * steps)
+    : config_(config), prior_(prior), pool_(pool), steps_(steps) {
     config_.k_max              = std::max(0, config_.k_max);
     config_.probe_interval_min = std::max(1, config_.probe_interval_min);
     config_.probe_interval_max = std::max(config_.probe_interval_min, config_.probe_interval_max);
@@ -239,56 +184,21 @@ std::vector<double> DepthController::acceptance_by_position(double level, int n)
     return h;
 }
 
-// Ridge regression of verify time on (1, d, x), z = (t_1, o, c_v), each cost pulled towards
-// the prior's ratio to t_1 with weight k_cost_prior_weight: minimise
-//   sum w (y - t_1 - o d - c_v x)^2 + lambda (o - rho_o t_1)^2 + lambda (c_v - rho_v t_1)^2.
-// A cost that comes out negative (noise: more positions never make a step cheaper) is fixed at
-// 0 and the rest fitted again.
+// The verify times' fit (spec/step_fit.h), o and c_v pulled towards the prior's ratios to t_1
+// with k_cost_prior_weight observations' worth; in a batch, the session's steps'
+// (spec/step_costs.h) where it has timed any. The draft cost is a weighted ratio, pulled
+// towards the prior's.
 DepthCosts DepthController::costs() const {
-    WeightedSums s = verify_zero_;
+    StepSums s = verify_zero_;
     s.merge(verify_drafting_);
-    if (s.w <= 0.0) {
-        return {};
-    }
-
-    const double lambda = k_cost_prior_weight;
-    const double rho_o  = std::max(0.0, prior_.overhead_cost);
-    const double rho_v  = std::max(0.0, prior_.verify_cost);
-    const double full_a[3][3] = {{s.w + lambda * (rho_o * rho_o + rho_v * rho_v), s.d - lambda * rho_o, s.x - lambda * rho_v},
-                                 {s.d - lambda * rho_o, s.d + lambda, s.x},
-                                 {s.x - lambda * rho_v, s.x, s.xx + lambda}};
-    const double full_b[3]    = {s.y, s.dy, s.xy};
-
-    double z[3]      = {s.y / s.w, 0.0, 0.0};
-    bool   free[3] = {true, true, true};
-    for (int pass = 0; pass < 3; ++pass) {
-        int    idx[3];
-        int    n = 0;
-        for (int i = 0; i < 3; ++i) {
-            if (free[i]) idx[n++] = i;
-        }
-        double a[3][3], b[3];
-        for (int r = 0; r < n; ++r) {
-            b[r] = full_b[idx[r]];
-            for (int c = 0; c < n; ++c) a[r][c] = full_a[idx[r]][idx[c]];
-        }
-        if (!solve(a, b, n)) break;
-        z[0] = z[1] = z[2] = 0.0;
-        for (int r = 0; r < n; ++r) z[idx[r]] = b[r];
-        // The most negative cost goes first: the others may recover once it is fixed.
-        int worst = -1;
-        for (int i = 1; i < 3; ++i) {
-            if (free[i] && z[i] < 0.0 && (worst < 0 || z[i] < z[worst])) worst = i;
-        }
-        if (worst < 0) break;
-        free[worst] = false;
-    }
+    if (steps_ && batch_size_ > 1 && steps_->weight() > 0.0) s = steps_->sums();
+    const StepFit fit = fit_steps(s, prior_.overhead_cost, prior_.verify_cost, k_cost_prior_weight);
+    if (fit.t_1 <= 0.0) return {};
 
     DepthCosts out;
-    out.t_1 = std::max(z[0], 1e-3 * s.y / s.w);
-    out.o   = std::max(0.0, z[1]);
-    out.c_v = std::max(0.0, z[2]);
-
+    out.t_1 = fit.t_1;
+    out.o   = fit.o;
+    out.c_v = fit.c_v;
     const double d_prior = std::max(0.0, prior_.draft_cost) * out.t_1;
     out.c_d = (draft_s_ + k_cost_prior_weight * d_prior) / (draft_n_ + k_cost_prior_weight);
     return out;
@@ -492,7 +402,7 @@ void DepthController::observe(const RoundObservation & round) {
         const double verify_s =
             bounded(round.verify_s, fitted ? fit.t_1 + (x > 0 ? fit.o : 0.0) + x * fit.c_v : 0.0,
                     config_.spike, stats_.clamped_steps);
-        WeightedSums & sums = own > 0 ? verify_drafting_ : verify_zero_;
+        StepSums & sums = own > 0 ? verify_drafting_ : verify_zero_;
         sums.fade(config_.cost_forget);
         sums.add(double(x), verify_s);
         cost_rounds_++;

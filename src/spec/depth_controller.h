@@ -16,6 +16,8 @@
 // E[tokens | k] / time(k), and keeps probing while that is 0 so it never parks there; it
 // reaches at most two positions past the deepest one tried (trusted_depth()).
 #include "spec/acceptance_pool.h"
+#include "spec/step_costs.h"
+#include "spec/step_fit.h"
 
 #include <cstdint>
 #include <optional>
@@ -137,10 +139,12 @@ class DepthController {
     // draft_num_predict caps k for this request (at most k_max); 0 disables drafting and
     // probing. `pool`, when given, is the pair's pooled acceptance: observe() adds this
     // request's evidence to it and the estimates weigh it beside the request's own (it must
-    // outlive the controller).
+    // outlive the controller). `steps`, when given, is what the session's steps cost: in a
+    // batch the request plans with its fit instead of its own rounds' (the caller feeds it).
     explicit DepthController(const DepthPrior & prior,
                              std::optional<int> draft_num_predict = std::nullopt,
-                             const DepthConfig & config = {}, AcceptancePool * pool = nullptr);
+                             const DepthConfig & config = {}, AcceptancePool * pool = nullptr,
+                             const StepCosts * steps = nullptr);
 
     // Grammar-forced tokens (under `format`) are free to find, but each verified position
     // costs c_v, the target may spell the text differently (then the rest of the run, and the
@@ -185,6 +189,7 @@ class DepthController {
     DepthConfig      config_;
     DepthPrior       prior_;
     AcceptancePool * pool_ = nullptr;
+    const StepCosts * steps_ = nullptr;
     int         cap_ = 0;
     int         batch_size_ = 1; // requests in the last observed round's target batch
 
@@ -213,18 +218,11 @@ class DepthController {
     // recent positions' mix (a level measured mostly at position 1 is position 1's rate).
     std::vector<double> acceptance_by_position(double level, int n) const;
 
-    // Exponentially weighted sums for regressing y on d = [x > 0] and x (d * x = x, d * d = d).
-    struct WeightedSums {
-        double w = 0.0, d = 0.0, x = 0.0, y = 0.0, xx = 0.0, dy = 0.0, xy = 0.0;
-        void   fade(double f);
-        void   add(double xi, double yi, double weight = 1.0);
-        void   merge(const WeightedSums & o);
-    };
-    // Verify time = t_1 + [x > 0] * o + x * c_v, x = the step's positions beyond its first.
-    // Rounds with and without drafts fade separately, so a long stretch at depth 0 keeps what
-    // was learned about o and c_v.
-    WeightedSums verify_zero_;
-    WeightedSums verify_drafting_;
+    // Verify time = t_1 + [x > 0] * o + x * c_v, x = the step's positions beyond its first
+    // (spec/step_fit.h). Rounds with and without drafts fade separately, so a long stretch at
+    // depth 0 keeps what was learned about o and c_v.
+    StepSums verify_zero_;
+    StepSums verify_drafting_;
     // Draft cost as a weighted ratio: seconds / drafted tokens.
     double       draft_s_     = 0.0;
     double       draft_n_     = 0.0;

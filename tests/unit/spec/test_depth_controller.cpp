@@ -15,6 +15,7 @@ using specd::spec::DepthCosts;
 using specd::spec::DepthController;
 using specd::spec::DepthPrior;
 using specd::spec::RoundObservation;
+using specd::spec::StepCosts;
 using specd::spec::test::run_controller;
 using specd::spec::test::run_fixed;
 using specd::spec::test::SimDrafter;
@@ -578,6 +579,33 @@ TEST(DepthController, LearnsCostsFromTheWholeBatch) {
         EXPECT_NEAR(c.c_v, c_v, 0.1 * c_v);
         EXPECT_NEAR(c.t_1, t_1, 0.1 * t_1);
     }
+}
+
+// In a batch every step a request sees has about the same positions, so its own rounds cannot
+// tell t_1 from c_v; the session's steps (spec/step_costs.h), timed alone and in batches, can.
+// A request plans with those while it shares the batch, and with its own rounds alone.
+TEST(DepthController, InABatchPlansWithTheSessionsStepCosts) {
+    const double t_1 = 0.045, c_v = 0.006;
+    StepCosts    steps;
+    for (int x = 0; x <= 20; ++x) steps.add(x, t_1 + c_v * x);
+    DepthController dc{DepthPrior{}, std::nullopt, DepthConfig{}, nullptr, &steps};
+    // Its own steps: the same 16 positions and times that would fit any split of t_1 and c_v.
+    for (int i = 0; i < 40; ++i) {
+        dc.observe({.k_planned       = 3,
+                    .n_drafted       = 3,
+                    .n_accepted      = 2,
+                    .verify_s        = 0.140,
+                    .batch_size      = 4,
+                    .batch_positions = 16});
+    }
+    EXPECT_NEAR(dc.costs().t_1, t_1, 0.05 * t_1);
+    EXPECT_NEAR(dc.costs().c_v, c_v, 0.05 * c_v);
+    // Alone again, twice as slow as the session's steps say: its own rounds decide.
+    for (int i = 0; i < 40; ++i) {
+        const int k = i % 4;
+        dc.observe({.k_planned = k, .n_drafted = k, .n_accepted = k / 2, .verify_s = 2.0 * (t_1 + c_v * k)});
+    }
+    EXPECT_GT(dc.costs().t_1, 1.5 * t_1);
 }
 
 // Four requests share the target's batch, each position costing all of them: the best depth
