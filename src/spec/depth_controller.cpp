@@ -237,9 +237,11 @@ DepthController::RoundPlan DepthController::best_round(int forced_min, int force
     const std::vector<double> h = acceptance_by_position(alpha_plan(), cap_);
     const double              p = forced_p();
     const int                 k_top = std::min(cap_, trusted_depth());
-    RoundPlan    best{forced_min, 0};
-    double       best_rate = -1.0;
-    double       forced_sum = 0.0, p_m = 1.0;
+    RoundPlan           best{forced_min, 0};
+    double              best_rate = -1.0;
+    std::vector<double> best_rates; // best's rate by k, for the preference for shallow rounds
+    std::vector<double> rates(size_t(std::max(0, k_top)) + 1);
+    double              forced_sum = 0.0, p_m = 1.0;
     for (int m = 0; m <= forced_max; ++m) {
         if (m > 0) {
             p_m *= p;
@@ -247,17 +249,31 @@ DepthController::RoundPlan DepthController::best_round(int forced_min, int force
         }
         if (m < forced_min) continue;
         double draft_sum = 0.0, a_k = 1.0;
+        bool   better    = false;
         for (int k = 0; k <= k_top; ++k) {
             if (k > 0) {
                 a_k *= h[size_t(k - 1)];
                 draft_sum += a_k;
             }
             const double fixed = m + k > 0 ? o : 0.0;
-            const double rate  = (1.0 + forced_sum + p_m * draft_sum) / (t_1 + fixed + m * c_v + k * (c_d + c_v));
-            if (rate > best_rate) {
+            rates[size_t(k)]   = (1.0 + forced_sum + p_m * draft_sum) / (t_1 + fixed + m * c_v + k * (c_d + c_v));
+            if (rates[size_t(k)] > best_rate) {
                 best      = {m, k};
-                best_rate = rate;
+                best_rate = rates[size_t(k)];
+                better    = true;
             }
+        }
+        if (better) best_rates = rates;
+    }
+    // In a batch, the shallowest drafting round within prefer_shallow of the best (whether to
+    // draft at all stays the rates' call). Alone, where a round's cost is its own and timed
+    // whole, the margin only costs: a drafter whose acceptance rises with depth explores deep
+    // positions less and learns them worse (0.944 of the best fixed depth in the unit
+    // simulation of LearnsAcceptanceThatChangesWithDepth, against 0.97-0.99 without).
+    for (int k = 1; b > 1.0 && k < best.k; ++k) {
+        if (best_rates[size_t(k)] >= (1.0 - config_.prefer_shallow) * best_rate) {
+            best.k = k;
+            break;
         }
     }
     return best;

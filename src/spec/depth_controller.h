@@ -107,6 +107,13 @@ struct DepthConfig {
     // head that paid 1.2-1.5x. A real slowdown still comes through, by this factor per round.
     // <= 1: every time counts in full.
     double spike                 = 1.5;
+    // In a batch, a deeper round must promise this share more tokens per second than the
+    // shallowest one as good within it. Near its best the rate hardly changes with depth, and
+    // what it is computed from errs by a few percent the deeper it goes (acceptance measured
+    // behind accepted drafts only, a step's cost extrapolated past the positions timed): on
+    // bench/heads.json's g4head09 at 4 streams, depths 4-5 were planned 2% above 3 and
+    // delivered 5-8% below it. Alone it does not apply (best_round says why).
+    double prefer_shallow        = 0.03;
 };
 
 struct DepthStats {
