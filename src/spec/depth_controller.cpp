@@ -191,7 +191,9 @@ std::vector<double> DepthController::acceptance_by_position(double level, int n)
 DepthCosts DepthController::costs() const {
     StepSums s = verify_zero_;
     s.merge(verify_drafting_);
-    if (steps_ && batch_size_ > 1 && steps_->weight() > 0.0) s = steps_->sums();
+    if (steps_ && batch_size_ > 1) {
+        if (const StepSums session = steps_->sums(); session.w > 0.0) s = session;
+    }
     const StepFit fit = fit_steps(s, prior_.overhead_cost, prior_.verify_cost, k_cost_prior_weight);
     if (fit.t_1 <= 0.0) return {};
 

@@ -34,6 +34,4 @@ StepSums StepCosts::sums() const {
     return all;
 }
 
-double StepCosts::weight() const { return sums().w; }
-
 } // namespace specd::spec

@@ -27,9 +27,8 @@ class StepCosts {
     // A timed step of 1 + `beyond_first` positions that took `seconds`.
     void add(int beyond_first, double seconds);
 
-    // Every range's sums together (what fit_steps takes), and their weight.
+    // Every range's sums together (what fit_steps takes; w: their weight).
     StepSums sums() const;
-    double   weight() const;
 
   private:
     // Ranges of positions beyond the first: 0, 1, 2-3, 4-7, ..., 64 and more.

@@ -71,9 +71,9 @@ TEST(StepCosts, UntimedStepsAreLeftOut) {
     StepCosts steps;
     steps.add(3, 0.0);
     steps.add(3, -1.0);
-    EXPECT_EQ(steps.weight(), 0.0);
+    EXPECT_EQ(steps.sums().w, 0.0);
     steps.add(3, step_time(3));
-    EXPECT_GT(steps.weight(), 0.0);
+    EXPECT_GT(steps.sums().w, 0.0);
 }
 
 // The fit recovers a step's costs from steps of every size, and fixes a cost that comes out
