@@ -84,7 +84,7 @@ bool RequestRun::add_prefill(int32_t room) {
     return added > 0;
 }
 
-bool RequestRun::open_round(int32_t room, bool may_draft) {
+bool RequestRun::open_round(int32_t room, bool may_draft, std::optional<int> batch_depth) {
     const int32_t n_ctx = int32_t(env_.n_ctx);
     KvSequence &  kv    = slot.kv;
     if (static_cast<int32_t>(kv.size()) + 1 > n_ctx) {
@@ -107,7 +107,8 @@ bool RequestRun::open_round(int32_t room, bool may_draft) {
                                 .first_index = next_index_,
                                 // A fixed depth (draft_depth) is the request's own choice: the
                                 // gate is the adaptive policy's.
-                                .may_draft   = may_draft || opts_.draft_fixed_k.has_value()},
+                                .may_draft   = may_draft || opts_.draft_fixed_k.has_value(),
+                                .batch_depth = batch_depth},
                                depth_, slot.ngram, env_.speller);
     return true;
 }

@@ -69,9 +69,18 @@ class RequestRun {
     // of the step's batch, with forced text only when `may_draft` is false (the session's
     // DraftingGate); false when the answer ended before the round (the context is full and
     // cannot shift). Then the positions it may add, at most.
-    bool open_round(int32_t room, bool may_draft = true);
+    // `batch_depth`: the depth the session chose for every round of the step
+    // (spec/batch_depth.h); a round with forced text ahead plans its own.
+    bool open_round(int32_t room, bool may_draft = true, std::optional<int> batch_depth = std::nullopt);
     // Whether the round open or just decoded verifies drafts (forced text aside).
     bool round_has_drafts() const { return plan_.n_drafted() > 0; }
+    // The open round's depth, and whether forced text is ahead of its drafts.
+    int  round_depth() const { return plan_.k; }
+    bool round_forced() const { return plan_.n_forced > 0; }
+    // What the depth controller expects of a round by its depth (empty: this request does not
+    // take part in the session's choice: a fixed depth, or drafting off), and its cost model.
+    std::vector<double> expected_tokens() const { return depth_.expected_tokens(); }
+    spec::DepthCosts    depth_costs() const { return depth_.costs(); }
     int32_t round_positions() const { return 1 + static_cast<int32_t>(plan_.tokens.size()) + std::max(plan_.k, 0); }
     // What the open round asks of the draft model (the session asks for every run's at once).
     std::optional<spec::DraftRequest> draft_request() const;

@@ -90,6 +90,9 @@ struct RoundInputs {
     uint64_t                     seed    = 0;       // the request's draw seed (TokenChoice)
     spec::seq_index              first_index = 0;   // the sequence index of the token after `last`
     bool                         may_draft   = true; // false: forced text only, no drafts (DraftingGate)
+    // The depth the session chose for every round of a shared step (spec/batch_depth.h); a
+    // round with forced text ahead plans its own.
+    std::optional<int>           batch_depth;
 };
 
 // Opens the round: the text the grammar forces from here (free: no model ran to find it), as

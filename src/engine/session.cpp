@@ -334,6 +334,35 @@ uint64_t Session::start(MultimodalPrompt mm, GenerateOptions opts, TextSink emit
     return next_id_;
 }
 
+std::optional<int> Session::batch_depth(int generating) {
+    std::vector<std::vector<double>> expected;
+    spec::DepthCosts                 sum;
+    int                              costed = 0;
+    for (auto & r : runs_) {
+        if (r->ended() || r->prefilling()) continue;
+        std::vector<double> e = r->expected_tokens();
+        if (e.empty()) continue;
+        expected.push_back(std::move(e));
+        if (const spec::DepthCosts c = r->depth_costs(); c.t_1 > 0.0) {
+            sum.t_1 += c.t_1;
+            sum.o += c.o;
+            sum.c_d += c.c_d;
+            sum.c_v += c.c_v;
+            ++costed;
+        }
+    }
+    if (expected.empty()) return std::nullopt;
+    const double n = generating;
+    // A step where every request drafts d: the target's positions, and d draft decodes that
+    // cost the batch's drafts what c_d charges each token (the requests' mean costs). Before
+    // anything was timed, positions.
+    const auto predicted = [&](int d) {
+        if (costed == 0) return n * (1.0 + d);
+        return (sum.t_1 + sum.o + sum.c_v * (n * (1.0 + d) - 1.0) + n * d * sum.c_d) / costed;
+    };
+    return batch_depth_.choose(generating, expected, predicted);
+}
+
 void Session::fail_batch(const std::vector<RequestRun *> & in_batch, const std::exception_ptr & why) {
     for (RequestRun * r : in_batch) {
         r->slot.kv.clear();
@@ -368,6 +397,7 @@ std::vector<SeqFinished> Session::step() {
     int generating = 0;
     for (auto & r : runs_) generating += !r->ended() && !r->prefilling() ? 1 : 0;
     const bool may_draft = generating < 2 || gate_.allow(generating);
+    const std::optional<int> depth = generating >= 2 && may_draft ? batch_depth(generating) : std::nullopt;
     batch_.clear();
     std::vector<RequestRun *> in_batch;
     // Each open round and the index of its draft model's or head's job (-1: it asks none).
@@ -377,7 +407,7 @@ std::vector<SeqFinished> Session::step() {
     int32_t                                   room = batch_.capacity();
     for (auto & r : runs_) {
         if (r->ended() || r->prefilling()) continue;
-        if (!guarded(*r, [&] { return r->open_round(room, may_draft); })) continue;
+        if (!guarded(*r, [&] { return r->open_round(room, may_draft, depth); })) continue;
         room -= r->round_positions();
         int job = -1;
         if (auto req = r->draft_request()) {
@@ -437,6 +467,9 @@ std::vector<SeqFinished> Session::step() {
     }
     const bool   streaming  = !in_batch.empty();
     const size_t round_runs = in_batch.size();
+    // A step whose rounds all drafted the chosen depth is one the choice learns from.
+    bool uniform = depth && *depth > 0 && round_runs >= 2;
+    for (RequestRun * r : in_batch) uniform = uniform && r->round_depth() == *depth && !r->round_forced();
     for (auto & r : runs_) {
         if (r->ended() || !r->prefilling()) continue;
         int32_t room = batch_.capacity() - batch_.size();
@@ -477,6 +510,9 @@ std::vector<SeqFinished> Session::step() {
             acceptance_.end_step();
             // The steps the rounds see (a step of prompt chunks alone is not one of them).
             if (round_runs > 0) steps_.add(batch_.size() - 1, double(t_step) / 1e9);
+            if (uniform && rounds_only && timed && draft_ns) {
+                batch_depth_.observe(static_cast<int>(round_runs), *depth, double(*draft_ns + t_step) / 1e9);
+            }
             // What this step of rounds delivered, drafting or not (a step that also evaluated
             // prompt chunks or images says nothing about the rounds).
             if (rounds_only && round_runs >= 2) {

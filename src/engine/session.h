@@ -19,6 +19,7 @@
 #include "engine/prompt_reuse.h"
 #include "engine/request_run.h"
 #include "engine/sequence_slot.h"
+#include "spec/batch_depth.h"
 #include "spec/depth_controller.h"
 #include "spec/draft_charge.h"
 #include "spec/drafting_gate.h"
@@ -105,6 +106,10 @@ class Session {
   private:
     SequenceSlot &       pick_slot(const MultimodalPrompt & prompt);
     // After a failed decode the cache may hold part of the batch: forget it for these runs.
+    // The depth every round of a step of `generating` requests drafts (spec/batch_depth.h),
+    // from what their depth controllers expect of each depth and what their cost model
+    // predicts; nullopt when none of them takes part (fixed depths, drafting off).
+    std::optional<int>   batch_depth(int generating);
     void                 fail_batch(const std::vector<RequestRun *> & in_batch, const std::exception_ptr & why);
     // Evaluates one of `run`'s images into its sequence, on its own decodes.
     // After a target decode: feeds the head's own cache (EAGLE3) the step's tokens of the
@@ -137,6 +142,7 @@ class Session {
     spec::AcceptancePool                       acceptance_; // the running requests' drafts, pooled
     spec::StepCosts                            steps_;      // what a step costs by its positions
     spec::DraftingGate                         gate_;       // whether drafting pays, measured per batch size
+    spec::BatchDepth                           batch_depth_; // one depth for a shared step's rounds
     spec::DraftCharge                          charge_;     // what each round's drafts cost it in a batch step
     LiveCounters                               live_;
     ForcedSpeller                              speller_; // learns how the target spells forced text

@@ -353,6 +353,25 @@ int DepthController::plan(int forced) {
     return std::clamp(config_.probe_k, 1, cap_);
 }
 
+int DepthController::plan_batch(int k) {
+    probe_pending_ = false;
+    if (config_.fixed_k >= 0) return std::min(config_.fixed_k, cap_);
+    return std::clamp(k, 0, std::min(cap_, trusted_depth()));
+}
+
+std::vector<double> DepthController::expected_tokens() const {
+    if (config_.fixed_k >= 0 || cap_ == 0) return {};
+    const int                 top = std::min(cap_, trusted_depth());
+    const std::vector<double> h   = acceptance_by_position(alpha_plan(), top);
+    std::vector<double>       e(size_t(top) + 1, 1.0);
+    double                    a_k = 1.0;
+    for (int k = 1; k <= top; ++k) {
+        a_k *= h[size_t(k - 1)];
+        e[size_t(k)] = e[size_t(k - 1)] + a_k;
+    }
+    return e;
+}
+
 void DepthController::observe(const RoundObservation & round) {
     const int k        = std::max(0, round.k_planned);
     const int drafted  = std::max(0, round.n_drafted);

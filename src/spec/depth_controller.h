@@ -164,6 +164,9 @@ class DepthController {
     bool wants_forced();
     int  plan_forced(int available) const;
     int  plan(int forced = 0);
+    // The round's depth when the session chose one for the whole batch (spec/batch_depth.h):
+    // `k`, within this request's cap and reach. Depth 0's probing schedule is left as it was.
+    int  plan_batch(int k);
     // What the round did; call once per round, also when it drafted nothing.
     void observe(const RoundObservation & round);
 
@@ -189,6 +192,10 @@ class DepthController {
     // acceptance once the drafts before it were accepted.
     std::vector<double> acceptance_by_position() const;
     DepthCosts costs() const;
+    // Expected tokens from a round of d drafts, for d = 0 .. min(k_cap(), trusted_depth()), as
+    // best_k() weighs them (no forced tokens ahead); empty under a fixed depth, or with
+    // drafting off. What the session's choice of one depth for a batch adds up.
+    std::vector<double> expected_tokens() const;
 
     const DepthStats & stats() const { return stats_; }
 

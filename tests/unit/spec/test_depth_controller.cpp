@@ -918,3 +918,32 @@ TEST(DepthController, FixedDepthIgnoresMeasurementsAndKeepsTheCap) {
     EXPECT_FALSE(off.wants_forced());
     EXPECT_EQ(off.plan_forced(3), 0);
 }
+
+// What the session's choice of one depth for a batch adds up (spec/batch_depth.h): 1 at depth
+// 0, then each depth adds the chance that all drafts up to it are accepted; as deep as the
+// request may plan, and nothing under a fixed depth or with drafting off. plan_batch() takes
+// the batch's depth within the same bounds.
+TEST(DepthController, ExpectedTokensAddUpTheAcceptanceByPosition) {
+    DepthController dc{DepthPrior{}, 6};
+    SimDrafter      sim(sim_params(0.8, 0.1), 5);
+    for (int i = 0; i < 60; ++i) dc.observe(sim.round(dc.plan()));
+    const std::vector<double> e = dc.expected_tokens();
+    const std::vector<double> h = dc.acceptance_by_position();
+    ASSERT_EQ(int(e.size()), std::min(dc.k_cap(), dc.trusted_depth()) + 1);
+    EXPECT_DOUBLE_EQ(e[0], 1.0);
+    double a = 1.0;
+    for (size_t d = 1; d < e.size(); ++d) {
+        a *= h[d - 1];
+        EXPECT_NEAR(e[d] - e[d - 1], a, 1e-12) << "depth " << d;
+    }
+    EXPECT_EQ(dc.plan_batch(3), 3);
+    EXPECT_EQ(dc.plan_batch(40), int(e.size()) - 1);
+    EXPECT_EQ(dc.plan_batch(-1), 0);
+
+    DepthController fixed(DepthPrior{}, std::nullopt, DepthConfig{.fixed_k = 4});
+    EXPECT_TRUE(fixed.expected_tokens().empty());
+    EXPECT_EQ(fixed.plan_batch(2), 4);
+    DepthController off(DepthPrior{}, 0);
+    EXPECT_TRUE(off.expected_tokens().empty());
+    EXPECT_EQ(off.plan_batch(2), 0);
+}

@@ -1,0 +1,92 @@
+#include "spec/batch_depth.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace specd::spec {
+
+BatchDepth::BatchDepth(BatchDepthConfig config) : config_(config) {
+    config_.max_depth     = std::max(1, config_.max_depth);
+    config_.explore_every = std::max(1, config_.explore_every);
+    config_.explore_len   = std::max(1, config_.explore_len);
+}
+
+BatchDepth::Batch & BatchDepth::at(int batch) {
+    const size_t i = size_t(std::max(1, batch) - 1);
+    if (batches_.size() <= i) batches_.resize(i + 1);
+    return batches_[i];
+}
+
+double BatchDepth::seconds(int batch, int depth) const {
+    const size_t i = size_t(std::max(1, batch) - 1);
+    if (i >= batches_.size() || depth < 0 || size_t(depth) >= batches_[i].depth.size()) return 0.0;
+    const Timed & t = batches_[i].depth[size_t(depth)];
+    return t.w >= config_.min_weight ? t.mean() : 0.0;
+}
+
+int BatchDepth::choose(int batch, const std::vector<std::vector<double>> & expected,
+                       const std::function<double(int)> & predicted) {
+    int top = 0;
+    for (const auto & e : expected) top = std::max(top, int(e.size()) - 1);
+    top = std::min(top, config_.max_depth);
+    if (top < 1) return 0;
+    Batch & b = at(batch);
+    if (b.depth.size() <= size_t(top)) b.depth.resize(size_t(top) + 1);
+
+    const auto measured = [&](int d) { return b.depth[size_t(d)].w >= config_.min_weight; };
+    // A depth not timed yet: the prediction, scaled as the nearest timed depth's measurement
+    // compares with its prediction (the shallower one at equal distance).
+    const auto step_seconds = [&](int d) {
+        if (measured(d)) return b.depth[size_t(d)].mean();
+        int near = -1;
+        for (int m = 1; m <= top; ++m) {
+            if (measured(m) && (near < 0 || std::abs(m - d) < std::abs(near - d))) near = m;
+        }
+        double scale = 1.0;
+        if (near > 0) {
+            if (const double p = predicted(near); p > 0.0) scale = b.depth[size_t(near)].mean() / p;
+        }
+        return predicted(d) * scale;
+    };
+    int    best      = 1;
+    double best_rate = -1.0;
+    for (int d = 1; d <= top; ++d) {
+        double tokens = 0.0;
+        for (const auto & e : expected) {
+            if (!e.empty()) tokens += e[size_t(std::min(d, int(e.size()) - 1))];
+        }
+        const double s = step_seconds(d);
+        if (s <= 0.0) continue;
+        if (tokens / s > best_rate) {
+            best_rate = tokens / s;
+            best      = d;
+        }
+    }
+    if (b.visit_left > 0) {
+        --b.visit_left;
+        return std::clamp(b.visit_depth, 1, top);
+    }
+    if (++b.since_visit < config_.explore_every) return best;
+    b.since_visit = 0;
+    int next      = b.visit_up ? best + 1 : best - 1;
+    if (next < 1 || next > top) next = b.visit_up ? best - 1 : best + 1;
+    b.visit_up = !b.visit_up;
+    if (next < 1 || next > top) return best;
+    b.visit_depth = next;
+    b.visit_left  = config_.explore_len - 1;
+    return next;
+}
+
+void BatchDepth::observe(int batch, int depth, double seconds) {
+    if (batch < 1 || depth < 1 || depth > config_.max_depth || seconds <= 0.0) return;
+    Batch & b = at(batch);
+    if (b.depth.size() <= size_t(depth)) b.depth.resize(size_t(depth) + 1);
+    Timed & t = b.depth[size_t(depth)];
+    // The machine stalls now and then; one stalled step counted in full would move a depth's
+    // time by a third.
+    if (t.w >= config_.min_weight) seconds = std::min(seconds, config_.spike * t.mean());
+    t.s = t.s * config_.forget + seconds;
+    t.w = t.w * config_.forget + 1.0;
+}
+
+} // namespace specd::spec

@@ -1,0 +1,139 @@
+#include "spec/batch_depth.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <random>
+#include <vector>
+
+using specd::spec::BatchDepth;
+using specd::spec::BatchDepthConfig;
+
+namespace {
+
+// Expected tokens by depth of a drafter whose every position is accepted with `alpha`.
+std::vector<double> geometric(double alpha, int deepest) {
+    std::vector<double> e(size_t(deepest) + 1, 1.0);
+    double              a = 1.0;
+    for (int d = 1; d <= deepest; ++d) {
+        a *= alpha;
+        e[size_t(d)] = e[size_t(d - 1)] + a;
+    }
+    return e;
+}
+
+// What steps of 4 requests cost on a machine whose target is not a line in its positions, as
+// on the 2-core machine with bench/mtp.json's mtp_09 (16 positions cost about what 12 did):
+// seconds by depth 0..8.
+constexpr std::array<double, 9> k_step = {0.046, 0.070, 0.096, 0.096, 0.125, 0.150, 0.175, 0.200, 0.225};
+// The cost model's line: 46 ms and 10 ms per depth.
+double predicted(int d) { return 0.046 + 0.010 * d; }
+
+double rate(const std::vector<std::vector<double>> & expected, const std::array<double, 9> & step, int d) {
+    double tokens = 0.0;
+    for (const auto & e : expected) tokens += e[size_t(d)];
+    return tokens / step[size_t(d)];
+}
+
+int best_depth(const std::vector<std::vector<double>> & expected, const std::array<double, 9> & step) {
+    int best = 1;
+    for (int d = 1; d <= 8; ++d) {
+        if (rate(expected, step, d) > rate(expected, step, best)) best = d;
+    }
+    return best;
+}
+
+} // namespace
+
+// Four requests at acceptance 0.87: the line says depth 5, the steps as timed say 3. The
+// choice starts on the line's and moves one visit next door at a time; then it stays on 3 but
+// for its visits.
+TEST(BatchDepth, ChoosesTheDepthWhoseTimedStepsDeliverMost) {
+    const std::vector<std::vector<double>> expected(4, geometric(0.87, 8));
+    const int                              best = best_depth(expected, k_step);
+    ASSERT_EQ(best, 3);
+    int line = 1;
+    for (int d = 1; d <= 8; ++d) {
+        if (expected[0][size_t(d)] / predicted(d) > expected[0][size_t(line)] / predicted(line)) line = d;
+    }
+    ASSERT_EQ(line, 5); // what the cost model alone would pick
+
+    std::mt19937                           rng(3);
+    std::uniform_real_distribution<double> noise(0.95, 1.05);
+    BatchDepth                             choice;
+    int                                    on_best = 0;
+    for (int step = 0; step < 400; ++step) {
+        const int d = choice.choose(4, expected, predicted);
+        ASSERT_GE(d, 1);
+        ASSERT_LE(d, 8);
+        choice.observe(4, d, k_step[size_t(d)] * noise(rng));
+        if (step >= 200 && d == best) ++on_best;
+    }
+    EXPECT_GE(on_best, 180); // of 200: visits of 2 steps every 32
+    EXPECT_GT(choice.seconds(4, 2), 0.0);
+    EXPECT_GT(choice.seconds(4, 4), 0.0);
+}
+
+// A depth not timed yet is rated by the prediction, scaled as the nearest timed depth's steps
+// compare with theirs: steps timed at twice the line make every depth twice as dear, and the
+// choice is the line's.
+TEST(BatchDepth, RatesDepthsNotTimedByTheNearestTimedOne) {
+    const std::vector<std::vector<double>> expected(2, geometric(0.6, 8));
+    BatchDepth                             choice;
+    choice.observe(2, 1, 2.0 * predicted(1));
+    choice.observe(2, 1, 2.0 * predicted(1));
+    int line = 1;
+    for (int d = 1; d <= 8; ++d) {
+        if (expected[0][size_t(d)] / predicted(d) > expected[0][size_t(line)] / predicted(line)) line = d;
+    }
+    EXPECT_EQ(choice.choose(2, expected, predicted), line);
+    EXPECT_NEAR(choice.seconds(2, 1), 2.0 * predicted(1), 1e-12);
+    EXPECT_EQ(choice.seconds(2, 3), 0.0);
+    EXPECT_EQ(choice.seconds(3, 1), 0.0); // each batch size its own
+}
+
+// The chosen depth's steps get dearer (the contexts grew, another process): the choice moves
+// to the depth that now delivers more.
+TEST(BatchDepth, MovesWhenTheChosenDepthGetsDearer) {
+    const std::vector<std::vector<double>> expected(4, geometric(0.87, 8));
+    std::array<double, 9>                  step = k_step;
+    BatchDepth                             choice;
+    for (int i = 0; i < 200; ++i) {
+        const int d = choice.choose(4, expected, predicted);
+        choice.observe(4, d, step[size_t(d)]);
+    }
+    ASSERT_EQ(choice.choose(4, expected, predicted), 3);
+    step[3]         = 0.140;
+    const int after = best_depth(expected, step);
+    ASSERT_NE(after, 3);
+    int on_after = 0;
+    for (int i = 0; i < 200; ++i) {
+        const int d = choice.choose(4, expected, predicted);
+        choice.observe(4, d, step[size_t(d)]);
+        if (i >= 100 && d == after) ++on_after;
+    }
+    EXPECT_GE(on_after, 90);
+}
+
+// Requests that may draft less than others (their cap, their reach) count with their deepest;
+// with none that may draft there is nothing to choose.
+TEST(BatchDepth, RequestsDraftAtMostTheirDeepest) {
+    BatchDepth choice(BatchDepthConfig{.explore_every = 1000});
+    EXPECT_EQ(choice.choose(3, {{1.0}, {1.0}, {1.0}}, predicted), 0);
+    EXPECT_EQ(choice.choose(2, {}, predicted), 0);
+    // One request reaches 2, the other 8: depth 2 and beyond cost the same per token to the
+    // first, so the deeper one's acceptance decides.
+    const int d = choice.choose(2, {geometric(0.99, 2), geometric(0.99, 8)}, predicted);
+    EXPECT_GE(d, 3);
+    EXPECT_LE(d, 8);
+    EXPECT_LE(choice.choose(2, {geometric(0.99, 2), geometric(0.99, 2)}, predicted), 2);
+}
+
+// The machine stalls now and then: a step 20x slower counts at 1.5x its depth's time.
+TEST(BatchDepth, AStalledStepCountsAtABound) {
+    BatchDepth choice;
+    for (int i = 0; i < 10; ++i) choice.observe(4, 3, 0.1);
+    choice.observe(4, 3, 2.0);
+    EXPECT_LT(choice.seconds(4, 3), 0.1 * 1.5);
+    EXPECT_GT(choice.seconds(4, 3), 0.1);
+}
