@@ -28,6 +28,15 @@ case "$openmp" in
   OFF) BUILD_CONFIG="tls-rpc" ;;
   *) echo "[llama.sh] SPECD_LLAMA_OPENMP must be ON or OFF, not '$openmp'" >&2; exit 2 ;;
 esac
+# SPECD_LLAMA_NATIVE=OFF builds ggml's CPU code for any x86-64 with AVX2 instead of this
+# machine's instruction set (GGML_NATIVE), for a binary that runs on another machine (a GPU
+# host built for elsewhere); the key gains "-portable".
+native="${SPECD_LLAMA_NATIVE:-ON}"
+case "$native" in
+  ON) ;;
+  OFF) BUILD_CONFIG="$BUILD_CONFIG-portable" ;;
+  *) echo "[llama.sh] SPECD_LLAMA_NATIVE must be ON or OFF, not '$native'" >&2; exit 2 ;;
+esac
 # SPECD_GPU chooses ggml's GPU backend beside the CPU (README "GPU builds"); each is a key of
 # its own ("tls-rpc-vulkan", "tls-rpc-cuda86"). CUDA builds for CMAKE_CUDA_ARCHITECTURES
 # (default 86: sm_86 code plus PTX that newer GPUs compile at load), which is part of the key.
@@ -135,7 +144,7 @@ build_libs() {
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_MTMD=ON -DLLAMA_OPENSSL=ON \
-    -DGGML_NATIVE=ON -DGGML_OPENMP="$openmp" -DGGML_RPC=ON "${gpu_flags[@]}" \
+    -DGGML_NATIVE="$native" -DGGML_OPENMP="$openmp" -DGGML_RPC=ON "${gpu_flags[@]}" \
     -DCMAKE_INSTALL_PREFIX="$prefix" >&2
   # Tools are configured only for llama.cpp's own RPC worker (ggml-rpc-server), which the tests
   # run beside `specd worker`; no other tool is built.

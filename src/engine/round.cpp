@@ -54,8 +54,9 @@ RoundPlan open_round(const RoundInputs & in, spec::DepthController & depth, spec
     }
 
     // 2. The depth of the drafts behind it; prompt lookup tries first.
+    // In a shared step the session's depth (spec/batch_depth.h), unless forced text is ahead.
     const int depth_k = in.batch_depth && plan.n_forced == 0 ? depth.plan_batch(*in.batch_depth) : depth.plan(plan.n_forced);
-    plan.k            = in.may_draft ? std::min(depth_k, in.budget - plan.n_forced) : 0;
+    plan.k           = in.may_draft ? std::min(depth_k, in.budget - plan.n_forced) : 0;
     plan.first_index = in.first_index + plan.n_forced;
     if (plan.k > 0) {
         plan.draft_history.assign(in.history.begin(), in.history.end());
