@@ -48,18 +48,21 @@ int BatchDepth::choose(int batch, const std::vector<std::vector<double>> & expec
         }
         return predicted(d) * scale;
     };
-    int    best      = 1;
-    double best_rate = -1.0;
+    std::vector<double> rates(size_t(top) + 1, -1.0);
+    int                 best = 1;
     for (int d = 1; d <= top; ++d) {
         double tokens = 0.0;
         for (const auto & e : expected) {
             if (!e.empty()) tokens += e[size_t(std::min(d, int(e.size()) - 1))];
         }
         const double s = step_seconds(d);
-        if (s <= 0.0) continue;
-        if (tokens / s > best_rate) {
-            best_rate = tokens / s;
-            best      = d;
+        if (s > 0.0) rates[size_t(d)] = tokens / s;
+        if (rates[size_t(d)] > rates[size_t(best)]) best = d;
+    }
+    for (int d = 1; d < best; ++d) {
+        if (rates[size_t(d)] >= (1.0 - config_.prefer_shallow) * rates[size_t(best)]) {
+            best = d;
+            break;
         }
     }
     if (b.visit_left > 0) {

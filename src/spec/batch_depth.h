@@ -15,8 +15,9 @@
 // per second, the tokens as the requests' controllers expect them (each one's expected tokens
 // from a round of d drafts) and the seconds as steps of this batch size at that depth took
 // (what a step costs at a depth not timed yet: the cost model's prediction, scaled as the
-// nearest depth that was timed compares with its own). Now and then it visits the depth next
-// to its choice, so a neighbour that got cheaper, or whose prediction was off, is measured.
+// nearest depth that was timed compares with its own), the shallowest within a few percent of
+// the best. Now and then it visits the depth next to its choice, so a neighbour that got
+// cheaper, or whose prediction was off, is measured.
 #include <functional>
 #include <vector>
 
@@ -29,6 +30,12 @@ struct BatchDepthConfig {
     double spike         = 1.5;  // a step over spike x its depth's time counts at that bound
     int    explore_every = 32;   // steps between visits of a neighbouring depth ...
     int    explore_len   = 2;    // ... of this many steps
+    // A deeper depth must promise this share more tokens per second than the shallowest one
+    // as good within it: the tokens are the controllers' estimates, which read deep positions
+    // high (measured only behind accepted drafts). On bench/eagle3.json's e3_09 at 4 streams
+    // the choice drifted from 2.2 to 3.7-3.9 over three waves while the waves' rate fell from
+    // 142 to 130-134 tokens/s (DepthConfig::prefer_shallow says the same of one request).
+    double prefer_shallow = 0.03;
 };
 
 class BatchDepth {

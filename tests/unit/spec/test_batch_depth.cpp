@@ -118,7 +118,7 @@ TEST(BatchDepth, MovesWhenTheChosenDepthGetsDearer) {
 // Requests that may draft less than others (their cap, their reach) count with their deepest;
 // with none that may draft there is nothing to choose.
 TEST(BatchDepth, RequestsDraftAtMostTheirDeepest) {
-    BatchDepth choice(BatchDepthConfig{.explore_every = 1000});
+    BatchDepth choice(BatchDepthConfig{.explore_every = 1000, .prefer_shallow = 0.0});
     EXPECT_EQ(choice.choose(3, {{1.0}, {1.0}, {1.0}}, predicted), 0);
     EXPECT_EQ(choice.choose(2, {}, predicted), 0);
     // One request reaches 2, the other 8: depth 2 and beyond cost the same per token to the
@@ -136,4 +136,19 @@ TEST(BatchDepth, AStalledStepCountsAtABound) {
     choice.observe(4, 3, 2.0);
     EXPECT_LT(choice.seconds(4, 3), 0.1 * 1.5);
     EXPECT_GT(choice.seconds(4, 3), 0.1);
+}
+
+// Near the best the rate hardly changes with depth, and the tokens of deep positions are
+// estimates: a deeper depth must promise 3% more than the shallowest one within that margin.
+TEST(BatchDepth, TakesTheShallowestDepthWithinAFewPercentOfTheBest) {
+    // Tokens 2, 3, 4.08 at depths 1-3 against steps of 1, 1.5 and 2 s: 2, 2 and 2.04 a second.
+    const std::vector<std::vector<double>> expected = {{1.0, 2.0, 3.0, 4.08}};
+    const auto                             line     = [](int d) { return 0.5 + 0.5 * d; };
+    BatchDepth                             shallow(BatchDepthConfig{.explore_every = 1000});
+    EXPECT_EQ(shallow.choose(1, expected, line), 1);
+    BatchDepth exact(BatchDepthConfig{.explore_every = 1000, .prefer_shallow = 0.0});
+    EXPECT_EQ(exact.choose(1, expected, line), 3);
+    // 5% ahead is ahead.
+    const std::vector<std::vector<double>> ahead = {{1.0, 2.0, 3.0, 4.2}};
+    EXPECT_EQ(shallow.choose(1, ahead, line), 3);
 }
