@@ -111,10 +111,10 @@ class Session {
     // predicts; nullopt when none of them takes part (fixed depths, drafting off).
     std::optional<int>   batch_depth(int generating);
     void                 fail_batch(const std::vector<RequestRun *> & in_batch, const std::exception_ptr & why);
-    // Evaluates one of `run`'s images into its sequence, on its own decodes.
     // After a target decode: feeds the head's own cache (EAGLE3) the step's tokens of the
     // runs that may draft, in one decode; returns the time it took (0: no such head).
     int64_t              feed_head(const std::vector<RequestRun *> & in_batch);
+    // Evaluates one of `run`'s images into its sequence, on its own decodes.
     Projector::EvalTimes eval_image(RequestRun & run, const MultimodalPrompt & prompt, const ImageSpan & image);
     void                 choose_threads();
     void                 recheck_threads();
