@@ -336,7 +336,7 @@ uint64_t Session::start(MultimodalPrompt mm, GenerateOptions opts, TextSink emit
 
 std::optional<int> Session::batch_depth(int generating) {
     std::vector<std::vector<double>> expected;
-    spec::DepthCosts                 sum;
+    spec::DepthCosts                 mean; // the requests' costs, once summed
     int                              costed = 0;
     for (auto & r : runs_) {
         if (r->ended() || r->prefilling()) continue;
@@ -344,21 +344,27 @@ std::optional<int> Session::batch_depth(int generating) {
         if (e.empty()) continue;
         expected.push_back(std::move(e));
         if (const spec::DepthCosts c = r->depth_costs(); c.t_1 > 0.0) {
-            sum.t_1 += c.t_1;
-            sum.o += c.o;
-            sum.c_d += c.c_d;
-            sum.c_v += c.c_v;
+            mean.t_1 += c.t_1;
+            mean.o += c.o;
+            mean.c_d += c.c_d;
+            mean.c_v += c.c_v;
             ++costed;
         }
     }
     if (expected.empty()) return std::nullopt;
+    if (costed > 0) {
+        mean.t_1 /= costed;
+        mean.o /= costed;
+        mean.c_d /= costed;
+        mean.c_v /= costed;
+    }
     const double n = generating;
     // A step where every request drafts d: the target's positions, and d draft decodes that
-    // cost the batch's drafts what c_d charges each token (the requests' mean costs). Before
-    // anything was timed, positions.
+    // cost the batch's drafts what c_d charges each token. Before anything was timed,
+    // positions.
     const auto predicted = [&](int d) {
         if (costed == 0) return n * (1.0 + d);
-        return (sum.t_1 + sum.o + sum.c_v * (n * (1.0 + d) - 1.0) + n * d * sum.c_d) / costed;
+        return mean.t_1 + mean.o + mean.c_v * (n * (1.0 + d) - 1.0) + n * d * mean.c_d;
     };
     return batch_depth_.choose(generating, expected, predicted);
 }

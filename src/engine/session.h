@@ -105,11 +105,11 @@ class Session {
 
   private:
     SequenceSlot &       pick_slot(const MultimodalPrompt & prompt);
-    // After a failed decode the cache may hold part of the batch: forget it for these runs.
     // The depth every round of a step of `generating` requests drafts (spec/batch_depth.h),
     // from what their depth controllers expect of each depth and what their cost model
     // predicts; nullopt when none of them takes part (fixed depths, drafting off).
     std::optional<int>   batch_depth(int generating);
+    // After a failed decode the cache may hold part of the batch: forget it for these runs.
     void                 fail_batch(const std::vector<RequestRun *> & in_batch, const std::exception_ptr & why);
     // After a target decode: feeds the head's own cache (EAGLE3) the step's tokens of the
     // runs that may draft, in one decode; returns the time it took (0: no such head).
