@@ -525,7 +525,7 @@ std::vector<SeqFinished> Session::step() {
                 bool drafts = false;
                 for (RequestRun * r : in_batch) drafts = drafts || r->round_has_drafts();
                 gate_.observe(static_cast<int>(round_runs), drafts, double(live_.generated - tokens_t0),
-                              double(now_ns() - step_t0) / 1e9);
+                              double(now_ns() - step_t0) / 1e9, batch_.size());
             }
         }
     }

@@ -6,20 +6,21 @@
 
 namespace specd::spec {
 
-void DraftingGate::Arm::add(double tok, double s) {
+void DraftingGate::Arm::add(double tok, double s, int pos) {
     const size_t at = size_t(samples % window);
     tokens[at]      = tok;
     seconds[at]     = s;
+    positions[at]   = pos;
     ++samples;
 }
 
 double DraftingGate::Arm::rate(double spike) const {
     const int kept = this->kept();
     if (kept == 0) return 0.0;
-    // Seconds per token of each step (a step that committed nothing counts as one token's
-    // worth: it cost its time and delivered nothing).
+    // Seconds per position of each step: what a stall changes, whatever the step's drafts
+    // delivered.
     std::array<double, window> per{};
-    for (int i = 0; i < kept; ++i) per[size_t(i)] = seconds[size_t(i)] / std::max(tokens[size_t(i)], 1.0);
+    for (int i = 0; i < kept; ++i) per[size_t(i)] = seconds[size_t(i)] / std::max(positions[size_t(i)], 1);
     std::array<double, window> sorted = per;
     std::nth_element(sorted.begin(), sorted.begin() + kept / 2, sorted.begin() + kept);
     const double limit = spike * sorted[size_t(kept / 2)];
@@ -112,9 +113,9 @@ bool DraftingGate::visiting(Batch & b, int64_t every) const {
     return true;
 }
 
-void DraftingGate::observe(int batch, bool drafted, double tokens, double seconds) {
-    if (batch <= 0 || seconds <= 0.0 || tokens < 0.0) return;
-    (drafted ? at(batch).draft : at(batch).plain).add(tokens, seconds);
+void DraftingGate::observe(int batch, bool drafted, double tokens, double seconds, int positions) {
+    if (batch <= 0 || seconds <= 0.0 || tokens < 0.0 || positions <= 0) return;
+    (drafted ? at(batch).draft : at(batch).plain).add(tokens, seconds, positions);
 }
 
 } // namespace specd::spec

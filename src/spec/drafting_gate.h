@@ -10,10 +10,15 @@
 // requests generating in a step): steps in which some round drafted or verified forced text,
 // and steps in which none did. Each arm's rate is the tokens committed per second of the whole
 // step (drafting, decode and verification) over its last `window` steps, leaving out steps
-// whose time per token is over `spike` times the arm's median: the machine stalls now and
-// then (plain steps of 23 ms took 40-60 ms every 20-30 steps on the 2-core machine, whatever
-// the arm), and a few stalls among the handful of samples a decision rests on made drafting
-// look ahead of plain steps it was 7% behind.
+// whose time per position (the work they were given, not what came of it) is over `spike`
+// times the arm's median: the machine stalls now and then (plain steps of 23 ms took 40-60 ms
+// every 20-30 steps on the 2-core machine, whatever the arm), and a few stalls among the
+// handful of samples a decision rests on made drafting look ahead of plain steps it was 7%
+// behind. Not the time per token: a drafting step whose drafts were all rejected costs twice
+// a good one's per token, and leaving those out read drafting at bench/eagle3.json's e3_06, 4
+// streams, ahead of plain steps (138 against 128 tokens/s) where its steps delivered 8% less
+// (a step log of a wave: 476 tokens in 4.45 s of drafting steps, 504 in 4.33 s of plain
+// ones), and it drafted for whole waves.
 //
 // The choice has hysteresis (margin). The arm not chosen is visited for a few steps now and
 // then (the costs may change); the further ahead the chosen arm, the rarer the visits, and
@@ -52,9 +57,10 @@ class DraftingGate {
     // Whether the next step, with `batch` requests generating, may draft.
     bool allow(int batch);
     // What a step of `batch` generating requests did: whether any round drafted or verified
-    // forced text, the tokens committed, and the step's seconds. Steps that also evaluated
-    // prompt chunks or images are not observed (their time is not the rounds').
-    void observe(int batch, bool drafted, double tokens, double seconds);
+    // forced text, the tokens committed, the step's seconds and the positions it decoded.
+    // Steps that also evaluated prompt chunks or images are not observed (their time is not
+    // the rounds').
+    void observe(int batch, bool drafted, double tokens, double seconds, int positions);
 
     // The measured rate of one arm (tokens per second), 0 until it has a sample.
     double rate(int batch, bool drafted) const;
@@ -65,9 +71,10 @@ class DraftingGate {
     struct Arm {
         std::array<double, window> tokens{};
         std::array<double, window> seconds{};
+        std::array<int, window>    positions{};
         int64_t                    samples = 0; // seen; the next goes to slot samples % window
         int    kept() const { return int(std::min<int64_t>(samples, window)); } // of the window
-        void   add(double tok, double s);
+        void   add(double tok, double s, int pos);
         double rate(double spike) const;
     };
     struct Batch {
