@@ -2,6 +2,8 @@
 
 #include "weight_rng.h"
 
+#include <llama-cpp.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <stdexcept>
@@ -52,6 +54,36 @@ void fill(ggml_tensor * t, const tensor_spec & spec, uint64_t seed) {
         data[i] = rng.uniform(spec.bound);
         if (spec.row_prefix > 0 && i % spec.ne[0] >= spec.row_prefix) data[i] = 0.0f;
     }
+    for (const int64_t row : spec.zero_rows) {
+        if (row < 0 || (row + 1) * spec.ne[0] > n) throw std::runtime_error("row " + std::to_string(row) + " is outside " + spec.name);
+        std::fill(data + row * spec.ne[0], data + (row + 1) * spec.ne[0], 0.0f);
+    }
+}
+
+// A target's logit for a token whose output row is zero is 0, the middle of the random
+// logits (std about 4): never among the 40 top_k keeps, about e^-13 of the best one's weight
+// without top_k. So a fixture's answers end only at num_predict, a stop string or a grammar,
+// as tests assume; with their random rows, sampled answers ended by themselves about once in
+// 7500 tokens (a 4-token answer in CI read 3).
+void silence_end_tokens(std::vector<tensor_spec> & specs, const vocab_file & vocab) {
+    for (tensor_spec & spec : specs) {
+        if (spec.name == "output.weight") spec.zero_rows = vocab.end_tokens;
+    }
+}
+
+// The tokens llama.cpp ends a generation on (its own list: the vocab's eos, eot and eom ids
+// and the end-of-turn texts it knows), from the vocab alone.
+std::vector<int64_t> end_tokens_of(const std::string & path) {
+    llama_model_params params = llama_model_default_params();
+    params.vocab_only          = true;
+    llama_model_ptr model(llama_model_load_from_file(path.c_str(), params));
+    if (!model) throw std::runtime_error("libllama cannot read the vocab of " + path);
+    const llama_vocab *  vocab = llama_model_get_vocab(model.get());
+    std::vector<int64_t> out;
+    for (llama_token t = 0; t < llama_vocab_n_tokens(vocab); ++t) {
+        if (llama_vocab_is_eog(vocab, t)) out.push_back(t);
+    }
+    return out;
 }
 
 // Adds seeded random tensors for `specs` to `out` (which holds the metadata) and writes it
@@ -102,6 +134,7 @@ vocab_file vocab_file_load(const std::string & path) {
     }
     vocab.n_vocab = uint32_t(gguf_get_arr_n(vocab.ctx.get(), tokens));
     vocab.has_chat_template = gguf_find_key(vocab.ctx.get(), "tokenizer.chat_template") >= 0;
+    vocab.end_tokens        = end_tokens_of(path);
     return vocab;
 }
 
@@ -109,21 +142,27 @@ uint64_t model_write(const std::string & path, const vocab_file & vocab, const m
     gguf_context_ptr out(gguf_init_empty());
     llama_set_hparams(out.get(), params.hparams, vocab.n_vocab);
     add_tokenizer(out.get(), vocab, params.chat_template);
-    return write_with_weights(path, out.get(), llama_tensor_specs(params.hparams, vocab.n_vocab), params.seed);
+    std::vector<tensor_spec> specs = llama_tensor_specs(params.hparams, vocab.n_vocab);
+    silence_end_tokens(specs, vocab);
+    return write_with_weights(path, out.get(), specs, params.seed);
 }
 
 uint64_t gemma4_model_write(const std::string & path, const vocab_file & vocab, const gemma4_write_params & params) {
     gguf_context_ptr out(gguf_init_empty());
     gemma4_set_hparams(out.get(), params.hparams, vocab.n_vocab);
     add_tokenizer(out.get(), vocab, params.chat_template);
-    return write_with_weights(path, out.get(), gemma4_tensor_specs(params.hparams, vocab.n_vocab), params.seed);
+    std::vector<tensor_spec> specs = gemma4_tensor_specs(params.hparams, vocab.n_vocab);
+    silence_end_tokens(specs, vocab);
+    return write_with_weights(path, out.get(), specs, params.seed);
 }
 
 uint64_t glm4moe_model_write(const std::string & path, const vocab_file & vocab, const glm4moe_write_params & params) {
     gguf_context_ptr out(gguf_init_empty());
     glm4moe_set_hparams(out.get(), params, vocab.n_vocab);
     add_tokenizer(out.get(), vocab, std::nullopt);
-    return write_with_weights(path, out.get(), glm4moe_tensor_specs(params, vocab.n_vocab), params.seed);
+    std::vector<tensor_spec> specs = glm4moe_tensor_specs(params, vocab.n_vocab);
+    silence_end_tokens(specs, vocab);
+    return write_with_weights(path, out.get(), specs, params.seed);
 }
 
 uint64_t gemma4_assistant_write(const std::string & path, const vocab_file & vocab, const gemma4_assistant_spec & spec) {

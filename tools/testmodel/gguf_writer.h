@@ -20,6 +20,7 @@ struct vocab_file {
     gguf_context_ptr ctx; // metadata only, no tensor data
     uint32_t         n_vocab = 0;
     bool             has_chat_template = false;
+    std::vector<int64_t> end_tokens; // what llama.cpp ends a generation on (llama_vocab_is_eog)
 };
 
 // Throws std::runtime_error when the file is missing or has no tokenizer.

@@ -25,6 +25,8 @@ struct tensor_spec {
     // WEIGHT_INIT_UNIFORM: every row keeps its first `row_prefix` values and the rest are zero
     // (drawn all the same, so the kept ones are those of a full draw); 0 keeps all.
     int64_t                      row_prefix = 0;
+    // WEIGHT_INIT_UNIFORM: rows set to zero after the draw (the others keep their values).
+    std::vector<int64_t>         zero_rows  = {};
 
     int64_t n_elements() const {
         int64_t n = 1;
