@@ -34,6 +34,13 @@ int BatchDepth::choose(int batch, const std::vector<std::vector<double>> & expec
     if (b.depth.size() <= size_t(top)) b.depth.resize(size_t(top) + 1);
 
     const auto measured = [&](int d) { return b.depth[size_t(d)].w >= config_.min_weight; };
+    // Nothing timed at this batch size: the cost model has not been checked against these
+    // steps, and on a fresh server it is far off (bench/eagle3.json's e3_06 at 4 streams: it
+    // chose depths 2-4, 73-118 ms a step, where depth 1 then took 45-50). Depth 1 is the
+    // cheapest to time, and its time then scales every other depth's prediction.
+    bool timed = false;
+    for (int d = 1; d <= top; ++d) timed = timed || measured(d);
+    if (!timed) return 1;
     // A depth not timed yet: the prediction, scaled as the nearest timed depth's measurement
     // compares with its prediction (the shallower one at equal distance).
     const auto step_seconds = [&](int d) {

@@ -16,8 +16,9 @@
 // from a round of d drafts) and the seconds as steps of this batch size at that depth took
 // (what a step costs at a depth not timed yet: the cost model's prediction, scaled as the
 // nearest depth that was timed compares with its own), the shallowest within a few percent of
-// the best. Now and then it visits the depth next to its choice, so a neighbour that got
-// cheaper, or whose prediction was off, is measured.
+// the best. Until a depth was timed at a batch size, that size's steps draft 1 (the cost
+// model alone is far off on a fresh server). Now and then it visits the depth next to its
+// choice, so a neighbour that got cheaper, or whose prediction was off, is measured.
 #include <functional>
 #include <vector>
 

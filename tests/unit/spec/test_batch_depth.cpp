@@ -46,8 +46,8 @@ int best_depth(const std::vector<std::vector<double>> & expected, const std::arr
 } // namespace
 
 // Four requests at acceptance 0.87: the line says depth 5, the steps as timed say 3. The
-// choice starts on the line's and moves one visit next door at a time; then it stays on 3 but
-// for its visits.
+// choice starts on depth 1, then on the line's scaled by depth 1's steps, and moves one visit
+// next door at a time; then it stays on 3 but for its visits.
 TEST(BatchDepth, ChoosesTheDepthWhoseTimedStepsDeliverMost) {
     const std::vector<std::vector<double>> expected(4, geometric(0.87, 8));
     const int                              best = best_depth(expected, k_step);
@@ -121,12 +121,28 @@ TEST(BatchDepth, RequestsDraftAtMostTheirDeepest) {
     BatchDepth choice(BatchDepthConfig{.explore_every = 1000, .prefer_shallow = 0.0});
     EXPECT_EQ(choice.choose(3, {{1.0}, {1.0}, {1.0}}, predicted), 0);
     EXPECT_EQ(choice.choose(2, {}, predicted), 0);
+    for (int i = 0; i < 2; ++i) choice.observe(2, 1, predicted(1));
     // One request reaches 2, the other 8: depth 2 and beyond cost the same per token to the
     // first, so the deeper one's acceptance decides.
     const int d = choice.choose(2, {geometric(0.99, 2), geometric(0.99, 8)}, predicted);
     EXPECT_GE(d, 3);
     EXPECT_LE(d, 8);
     EXPECT_LE(choice.choose(2, {geometric(0.99, 2), geometric(0.99, 2)}, predicted), 2);
+}
+
+// Until a depth was timed at a batch size its steps draft 1, whatever the cost model says:
+// on a fresh server it chose depths 2-4 at 4 streams where depth 1 delivered most. Once two
+// steps at depth 1 were timed (as the line predicts), the choice is the line's.
+TEST(BatchDepth, DraftsOneUntilADepthWasTimed) {
+    const std::vector<std::vector<double>> expected(4, geometric(0.87, 8));
+    BatchDepth                             choice(BatchDepthConfig{.explore_every = 1000});
+    EXPECT_EQ(choice.choose(4, expected, predicted), 1);
+    choice.observe(4, 1, predicted(1));
+    EXPECT_EQ(choice.choose(4, expected, predicted), 1); // one step is not a time yet
+    choice.observe(4, 1, predicted(1));
+    // The line: depth 5 delivers most, 4 is within 3% of it.
+    EXPECT_EQ(choice.choose(4, expected, predicted), 4);
+    EXPECT_EQ(choice.choose(3, expected, predicted), 1); // each batch size its own
 }
 
 // The machine stalls now and then: a step 20x slower counts at 1.5x its depth's time.
@@ -145,8 +161,12 @@ TEST(BatchDepth, TakesTheShallowestDepthWithinAFewPercentOfTheBest) {
     const std::vector<std::vector<double>> expected = {{1.0, 2.0, 3.0, 4.08}};
     const auto                             line     = [](int d) { return 0.5 + 0.5 * d; };
     BatchDepth                             shallow(BatchDepthConfig{.explore_every = 1000});
-    EXPECT_EQ(shallow.choose(1, expected, line), 1);
     BatchDepth exact(BatchDepthConfig{.explore_every = 1000, .prefer_shallow = 0.0});
+    for (int i = 0; i < 2; ++i) {
+        shallow.observe(1, 1, line(1));
+        exact.observe(1, 1, line(1));
+    }
+    EXPECT_EQ(shallow.choose(1, expected, line), 1);
     EXPECT_EQ(exact.choose(1, expected, line), 3);
     // 5% ahead is ahead.
     const std::vector<std::vector<double>> ahead = {{1.0, 2.0, 3.0, 4.2}};
