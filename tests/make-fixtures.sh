@@ -7,6 +7,8 @@
 # the tool is deterministic (same arguments, same bytes), since tests compare outputs of
 # these models across runs: tiny.gguf and the two projectors always, the 0.8 pair (whose
 # calibration runs libllama several times) when it was just generated.
+# A target's output rows for its vocab's end-of-generation tokens are zero (specd-testmodel):
+# its answers end only at num_predict, a stop string or a grammar, never by themselves.
 #
 #   tiny.gguf                       phi-3 vocab (32064 tokens, has a chat template); the main model
 #   tiny-spm.gguf                   llama-spm vocab (32000 tokens, no chat template)
