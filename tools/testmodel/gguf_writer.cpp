@@ -55,7 +55,9 @@ void fill(ggml_tensor * t, const tensor_spec & spec, uint64_t seed) {
         if (spec.row_prefix > 0 && i % spec.ne[0] >= spec.row_prefix) data[i] = 0.0f;
     }
     for (const int64_t row : spec.zero_rows) {
-        if (row < 0 || (row + 1) * spec.ne[0] > n) throw std::runtime_error("row " + std::to_string(row) + " is outside " + spec.name);
+        if (row < 0 || (row + 1) * spec.ne[0] > n) {
+            throw std::runtime_error("row " + std::to_string(row) + " is outside " + spec.name);
+        }
         std::fill(data + row * spec.ne[0], data + (row + 1) * spec.ne[0], 0.0f);
     }
 }
