@@ -69,24 +69,10 @@ void fill(ggml_tensor * t, const tensor_spec & spec, uint64_t seed) {
 // 7500 tokens (a 4-token answer in CI read 3).
 void silence_end_tokens(std::vector<tensor_spec> & specs, const vocab_file & vocab) {
     for (tensor_spec & spec : specs) {
-        if (spec.name == "output.weight") spec.zero_rows = vocab.end_tokens;
+        if (spec.name == "output.weight") spec.zero_rows = vocab.end_tokens();
     }
 }
 
-// The tokens llama.cpp ends a generation on (its own list: the vocab's eos, eot and eom ids
-// and the end-of-turn texts it knows), from the vocab alone.
-std::vector<int64_t> end_tokens_of(const std::string & path) {
-    llama_model_params params = llama_model_default_params();
-    params.vocab_only          = true;
-    llama_model_ptr model(llama_model_load_from_file(path.c_str(), params));
-    if (!model) throw std::runtime_error("libllama cannot read the vocab of " + path);
-    const llama_vocab *  vocab = llama_model_get_vocab(model.get());
-    std::vector<int64_t> out;
-    for (llama_token t = 0; t < llama_vocab_n_tokens(vocab); ++t) {
-        if (llama_vocab_is_eog(vocab, t)) out.push_back(t);
-    }
-    return out;
-}
 
 // Adds seeded random tensors for `specs` to `out` (which holds the metadata) and writes it
 // through a temporary file and a rename, so an interrupted run never leaves a truncated file.
@@ -136,8 +122,23 @@ vocab_file vocab_file_load(const std::string & path) {
     }
     vocab.n_vocab = uint32_t(gguf_get_arr_n(vocab.ctx.get(), tokens));
     vocab.has_chat_template = gguf_find_key(vocab.ctx.get(), "tokenizer.chat_template") >= 0;
-    vocab.end_tokens        = end_tokens_of(path);
+    vocab.path              = path;
     return vocab;
+}
+
+// llama.cpp's own list (the vocab's eos, eot and eom ids and the end-of-turn texts it knows).
+const std::vector<int64_t> & vocab_file::end_tokens() const {
+    if (end_tokens_) return *end_tokens_;
+    llama_model_params params = llama_model_default_params();
+    params.vocab_only          = true;
+    llama_model_ptr model(llama_model_load_from_file(path.c_str(), params));
+    if (!model) throw std::runtime_error("libllama cannot read the vocab of " + path);
+    const llama_vocab *  vocab = llama_model_get_vocab(model.get());
+    std::vector<int64_t> out;
+    for (llama_token t = 0; t < llama_vocab_n_tokens(vocab); ++t) {
+        if (llama_vocab_is_eog(vocab, t)) out.push_back(t);
+    }
+    return end_tokens_.emplace(std::move(out));
 }
 
 uint64_t model_write(const std::string & path, const vocab_file & vocab, const model_write_params & params) {

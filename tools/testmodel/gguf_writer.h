@@ -14,13 +14,22 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 // The tokenizer half of a model: a vocab-only GGUF from llama.cpp's models/ folder.
 struct vocab_file {
     gguf_context_ptr ctx; // metadata only, no tensor data
+    std::string      path;
     uint32_t         n_vocab = 0;
     bool             has_chat_template = false;
-    std::vector<int64_t> end_tokens; // what llama.cpp ends a generation on (llama_vocab_is_eog)
+
+    // What llama.cpp ends a generation on (llama_vocab_is_eog), read on first use: a vocab-only
+    // load through libllama, which took 1.5 s for gemma-4's 262k tokens (53 ms for phi-3's),
+    // and only the models that answer need it, not the heads.
+    const std::vector<int64_t> & end_tokens() const;
+
+  private:
+    mutable std::optional<std::vector<int64_t>> end_tokens_;
 };
 
 // Throws std::runtime_error when the file is missing or has no tokenizer.
