@@ -7,7 +7,9 @@
 //   node bench/waves.mjs --specd BIN --models DIR --cells bench/mtp.json --pair mtp_09
 //        --arms on,off,on,k3,off [--streams 4] [--num-predict 128] [--same-prompts]
 // Arms: `on` (the adaptive depth), `off` (draft_num_predict 0), `kN` (draft_depth N, which
-// the drafting gate does not hold back). Each wave's streams get prompts of their own; a
+// the drafting gate does not hold back), each with an optional `:S`, that wave's number of
+// streams (at most --streams): `on:1,on,on:1,on` is the order bench/concurrency.mjs runs a
+// fresh server in (its warm-up, then a measured wave of each shape). Each wave's streams get prompts of their own; a
 // wave's prompts change after every `off` wave (so an on/off pair runs the same text), or
 // never with --same-prompts. Before each wave every sequence is made to hold other text
 // (servers.mjs flushSequences), so each wave evaluates its prompts in full: without that, the
@@ -34,7 +36,7 @@ if (!specdBin || !modelsDir || !pair) {
   process.exit(2);
 }
 for (const a of arms) {
-  if (!/^(on|off|k\d+)$/.test(a)) throw new Error(`arm ${a}: on, off or kN`);
+  if (!/^(on|off|k\d+)(:\d+)?$/.test(a)) throw new Error(`arm ${a}: on, off or kN, optionally :streams`);
 }
 
 const armOptions = (arm) => (arm.startsWith('k') ? { draft_depth: Number(arm.slice(1)) } : {});
@@ -46,15 +48,17 @@ const server = await startSpecd({ bin: specdBin, modelsDir: store, name: 'pair',
 console.log(`${pair}: ${server.commandLine}`);
 try {
   let run = 0;
-  for (const arm of arms) {
+  for (const spec of arms) {
+    const [arm, n] = spec.split(':');
+    const wave = Math.min(streams, Number(n ?? streams));
     await flushSequences(server, streams);
     const t0 = performance.now();
-    const answers = await Promise.all(Array.from({ length: streams }, (_, i) => generate(server, {
+    const answers = await Promise.all(Array.from({ length: wave }, (_, i) => generate(server, {
       prompt: streamPrompt(i, run), numPredict, draft: arm !== 'off', options: armOptions(arm) })));
     const wall = (performance.now() - t0) / 1000;
     const tokens = answers.reduce((a, b) => a + b.tokens, 0);
     const each = answers.map((a) => `k ${(a.mean_k ?? 0).toFixed(2)} drafted ${a.drafted} accepted ${a.accepted}`);
-    console.log(`${arm.padEnd(4)} prompts ${run}  ${(tokens / wall).toFixed(1).padStart(6)} tok/s  ${each.join(' | ')}`);
+    console.log(`${spec.padEnd(6)} prompts ${run}  ${(tokens / wall).toFixed(1).padStart(6)} tok/s  ${each.join(' | ')}`);
     if (arm === 'off' && !samePrompts) ++run;
   }
 } finally {
