@@ -14,9 +14,10 @@ void DraftingGate::Arm::add(double tok, double s, int pos) {
     ++samples;
 }
 
-double DraftingGate::Arm::rate(double spike) const {
+double DraftingGate::Arm::rate(double spike, int last) const {
     const int kept = this->kept();
     if (kept == 0) return 0.0;
+    last = std::clamp(last, 1, kept);
     // Seconds per position of each step: what a stall changes, whatever the step's drafts
     // delivered.
     std::array<double, window> per{};
@@ -25,16 +26,18 @@ double DraftingGate::Arm::rate(double spike) const {
     std::nth_element(sorted.begin(), sorted.begin() + kept / 2, sorted.begin() + kept);
     const double limit = spike * sorted[size_t(kept / 2)];
     double       tok = 0.0, sec = 0.0;
-    for (int i = 0; i < kept; ++i) {
-        if (per[size_t(i)] > limit) continue;
-        tok += tokens[size_t(i)];
-        sec += seconds[size_t(i)];
+    for (int n = 1; n <= last; ++n) { // the newest first: slot (samples - n) % window
+        const size_t i = size_t((samples - n) % window);
+        if (per[i] > limit) continue;
+        tok += tokens[i];
+        sec += seconds[i];
     }
     return sec > 0.0 ? tok / sec : 0.0;
 }
 
 DraftingGate::DraftingGate(DraftingGateConfig config) : config_(config) {
     config_.min_samples   = std::max(1, config_.min_samples);
+    config_.fresh         = std::clamp(config_.fresh, 1, window);
     config_.explore_every = std::max(1, config_.explore_every);
     config_.explore_len   = std::max(1, config_.explore_len);
 }
@@ -75,13 +78,19 @@ bool DraftingGate::allow(int batch) {
         // catching every sequence's draft up (4-stream waves of e3_06 on 2 cores: 120-150 ms
         // against a 65 ms plain step), for steps too few to gain anything.
         if (const Batch * n = nearest_decided(batch)) return visiting(b, config_.explore_every) != n->drafting;
-        // None measured: drafting as planned, with plain steps mixed in (one in four) so that
-        // the plain arm fills too; a controller parked at 0 fills it anyway.
+        // None measured: drafting and plain steps in turn, so that both arms fill over the
+        // same stretch of time (a controller parked at 0 fills the plain one anyway).
         if (b.plain.samples >= config_.min_samples) return true;
-        return ++b.since_visit % 4 != 0;
+        return ++b.since_visit % 2 != 0;
     }
-    const double draft = b.draft.rate(config_.spike), plain = b.plain.rate(config_.spike);
-    b.drafting = draft >= (b.drafting ? 1.0 - config_.margin : 1.0 + config_.margin) * plain;
+    // The arm not chosen on its last visits only: its older steps may come from a slower or
+    // faster stretch of the machine's time than the chosen arm's window, which is the last
+    // steps.
+    const int    draft_last = b.decided && !b.drafting ? config_.fresh : window;
+    const int    plain_last = b.decided && b.drafting ? config_.fresh : window;
+    const double draft      = b.draft.rate(config_.spike, draft_last);
+    const double plain      = b.plain.rate(config_.spike, plain_last);
+    b.drafting = draft >= (1.0 + (b.drafting ? config_.stop_lead : config_.start_lead)) * plain;
     const bool drafting_wins = b.drafting;
     if (!b.decided) {
         b.decided     = true;

@@ -20,7 +20,14 @@
 // (a step log of a wave: 476 tokens in 4.45 s of drafting steps, 504 in 4.33 s of plain
 // ones), and it drafted for whole waves.
 //
-// The choice has hysteresis (margin). The arm not chosen is visited for a few steps now and
+// The arm not chosen is rated on its last `fresh` steps, its last two visits: the machine's
+// speed drifts (a fresh server's first waves ran plain steps of e3_06 at 4 streams in 35-58 ms,
+// later ones in 30-36), and judged on its whole window, the early samples of the arm not
+// chosen kept it at 109-113 tokens/s while its visits delivered 130: drafting went on for a
+// wave that plain steps ran 7% faster. Until both arms are measured, the steps alternate
+// between them, so that both see the same stretch of the machine's time.
+//
+// The choice has hysteresis (start_lead, stop_lead). The arm not chosen is visited for a few steps now and
 // then (the costs may change); the further ahead the chosen arm, the rarer the visits, and
 // each visit that leaves the choice as it was doubles the gap to the next (up to max_every):
 // a visit of drafting that loses costs more than its steps (each request's draft catches up),
@@ -38,12 +45,18 @@ namespace specd::spec {
 
 struct DraftingGateConfig {
     double spike         = 1.5;  // a step slower per token than this x the arm's median is left out
-    // Hysteresis: drafting starts when its rate is above (1 + margin) x plain's and stops when
-    // it falls below (1 - margin) x plain's. In a batch, drafting that only matches plain steps
-    // still loses over a request's life (its ends come at different steps and the batch thins
-    // out; each draft first reads the prompt), so the gate leaves measurement with plain steps.
-    double margin        = 0.03;
-    int    min_samples   = 8;    // per arm, before the arms are compared
+    // Hysteresis: drafting starts when its rate is at least (1 + start_lead) x plain's and
+    // stops when it falls below (1 + stop_lead) x plain's. Drafting that only matches plain
+    // steps still loses over a request's life (its ends come at different steps and the batch
+    // thins out; each draft first reads the prompt), so it stops where it no longer leads. And
+    // it starts only on a clear lead: the arm not chosen is rated on its last 8 steps, and
+    // drafting steps vary (e3_06 at 4 streams: 5-8 tokens in 45-50 ms), so a visit reads a few
+    // percent high or low by chance; with a start at 1.03x, fresh servers' waves switched to
+    // drafting for whole waves that delivered 7% less than plain ones.
+    double start_lead    = 0.05;
+    double stop_lead     = 0.0;
+    int    min_samples   = 12;   // per arm, before the arms are compared
+    int    fresh         = 8;    // the arm not chosen is rated on its last this many steps
     int    explore_every = 64;   // steps between visits of the arm not chosen ...
     int    explore_len   = 4;    // ... of this many steps
     double clear_lead    = 1.2;  // one arm this far ahead: the other is visited 4x less often
@@ -75,7 +88,8 @@ class DraftingGate {
         int64_t                    samples = 0; // seen; the next goes to slot samples % window
         int    kept() const { return int(std::min<int64_t>(samples, window)); } // of the window
         void   add(double tok, double s, int pos);
-        double rate(double spike) const;
+        // Over the last `last` samples kept; a stall is judged against the whole window.
+        double rate(double spike, int last = window) const;
     };
     struct Batch {
         Arm  draft, plain;

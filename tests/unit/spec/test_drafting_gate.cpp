@@ -44,17 +44,22 @@ TEST(DraftingGate, KeepsDraftingThatPays) {
     EXPECT_LT(ahead, clear);
 }
 
-// Within the margin the choice holds (noise must not flip it): drafting that paid goes on
-// when it falls back to 98% of plain steps; plain steps go on when drafting reaches 102%.
-// From the start, drafting must be ahead by the margin to be chosen.
-TEST(DraftingGate, HoldsItsChoiceWithinTheMargin) {
+// Between the start and the stop the choice holds (noise must not flip it): drafting that
+// paid goes on when it falls back to 102% of plain steps; plain steps go on when drafting
+// reaches 104%. From the start, drafting must be 5% ahead to be chosen, and it stops when it
+// no longer leads.
+TEST(DraftingGate, HoldsItsChoiceBetweenStartAndStop) {
     DraftingGate was_ahead;
     play(was_ahead, 2, 115.0, 100.0, 100);
-    play(was_ahead, 2, 98.0, 100.0, 200);
-    EXPECT_GT(play(was_ahead, 2, 98.0, 100.0, 1000), 900);
+    play(was_ahead, 2, 102.0, 100.0, 200);
+    EXPECT_GT(play(was_ahead, 2, 102.0, 100.0, 1000), 900);
     DraftingGate was_behind;
-    play(was_behind, 2, 102.0, 100.0, 100);
-    EXPECT_LT(play(was_behind, 2, 102.0, 100.0, 1000), 100);
+    play(was_behind, 2, 104.0, 100.0, 100);
+    EXPECT_LT(play(was_behind, 2, 104.0, 100.0, 1000), 100);
+    DraftingGate falls_back;
+    play(falls_back, 2, 115.0, 100.0, 100);
+    play(falls_back, 2, 99.0, 100.0, 200);
+    EXPECT_LT(play(falls_back, 2, 99.0, 100.0, 1000), 100);
 }
 
 // Batch sizes are measured apart: drafting can pay alone and not in a batch of four.
@@ -176,4 +181,31 @@ TEST(DraftingGate, ABatchSizeNotMeasuredFollowsTheNearestThatIs) {
     DraftingGate pays;
     play(pays, 1, 150.0, 100.0, 300);
     EXPECT_GT(play(pays, 2, 150.0, 100.0, 40), 34);
+}
+
+// The arm not chosen is judged on its last visits: when plain steps get faster after drafting
+// was chosen (the machine's speed drifts: e3_06's plain steps at 4 streams took 35-58 ms in a
+// fresh server's first wave, 30-36 later), its visits find it, though its older steps, from
+// the slower stretch, would still read drafting ahead (100 tokens/s against 110 when plain
+// steps deliver 125).
+TEST(DraftingGate, JudgesTheArmNotChosenOnItsLastVisits) {
+    DraftingGate gate;
+    play(gate, 4, 110.0, 100.0, 100);
+    ASSERT_GT(play(gate, 4, 110.0, 100.0, 100), 90);
+    play(gate, 4, 110.0, 125.0, 1100);
+    EXPECT_LT(play(gate, 4, 110.0, 125.0, 200), 20);
+}
+
+// Until both arms are measured, the steps alternate between them: the two arms' first rates
+// come from the same stretch of the machine's time.
+TEST(DraftingGate, AlternatesArmsUntilBothAreMeasured) {
+    DraftingGate gate;
+    bool last = gate.allow(2);
+    gate.observe(2, last, 100.0, 1.0, last ? 4 : 2);
+    for (int i = 0; i < 20; ++i) {
+        const bool draft = gate.allow(2);
+        EXPECT_NE(draft, last) << "step " << i;
+        gate.observe(2, draft, 100.0, 1.0, draft ? 4 : 2);
+        last = draft;
+    }
 }
