@@ -27,12 +27,12 @@
 // wave that plain steps ran 7% faster. Until both arms are measured, the steps alternate
 // between them, so that both see the same stretch of the machine's time.
 //
-// The choice has hysteresis (start_lead, stop_lead). The arm not chosen is visited for a few steps now and
-// then (the costs may change); the further ahead the chosen arm, the rarer the visits, and
-// each visit that leaves the choice as it was doubles the gap to the next (up to max_every):
-// a visit of drafting that loses costs more than its steps (each request's draft catches up),
-// so under a steady load the choice settles and its visits become rare; a visit that changes
-// the choice starts the gaps over. The session asks the gate only for steps that several
+// The choice has hysteresis (start_lead, stop_lead). The arm not chosen is visited for a few
+// steps now and then (the costs may change); the further ahead the chosen arm, the rarer the
+// visits, and each visit that leaves the choice as it was doubles the gap to the next (up to
+// max_every): a visit of drafting that loses costs more than its steps (each request's draft
+// catches up), so under a steady load the choice settles and its visits become rare; a visit
+// that changes the choice starts the gaps over. The session asks the gate only for steps that several
 // requests share, and it gates drafts only: grammar-forced text is free to find and stays the
 // controllers' call. A batch size not measured yet follows the nearest one that is, visiting
 // the other arm now and then, until its own arms are measured.
