@@ -37,7 +37,6 @@ double DraftingGate::Arm::rate(double spike, int last) const {
 
 DraftingGate::DraftingGate(DraftingGateConfig config) : config_(config) {
     config_.min_samples   = std::max(1, config_.min_samples);
-    config_.fresh         = std::clamp(config_.fresh, 1, window);
     config_.explore_every = std::max(1, config_.explore_every);
     config_.explore_len   = std::max(1, config_.explore_len);
 }
@@ -86,8 +85,9 @@ bool DraftingGate::allow(int batch) {
     // The arm not chosen on its last visits only: its older steps may come from a slower or
     // faster stretch of the machine's time than the chosen arm's window, which is the last
     // steps.
-    const int    draft_last = b.decided && !b.drafting ? config_.fresh : window;
-    const int    plain_last = b.decided && b.drafting ? config_.fresh : window;
+    const int    fresh      = std::min(2 * config_.explore_len, window);
+    const int    draft_last = b.decided && !b.drafting ? fresh : window;
+    const int    plain_last = b.decided && b.drafting ? fresh : window;
     const double draft      = b.draft.rate(config_.spike, draft_last);
     const double plain      = b.plain.rate(config_.spike, plain_last);
     b.drafting = draft >= (1.0 + (b.drafting ? config_.stop_lead : config_.start_lead)) * plain;

@@ -20,7 +20,7 @@
 // (a step log of a wave: 476 tokens in 4.45 s of drafting steps, 504 in 4.33 s of plain
 // ones), and it drafted for whole waves.
 //
-// The arm not chosen is rated on its last `fresh` steps, its last two visits: the machine's
+// The arm not chosen is rated on its last two visits (2 x explore_len steps): the machine's
 // speed drifts (a fresh server's first waves ran plain steps of e3_06 at 4 streams in 35-58 ms,
 // later ones in 30-36), and judged on its whole window, the early samples of the arm not
 // chosen kept it at 109-113 tokens/s while its visits delivered 130: drafting went on for a
@@ -32,10 +32,10 @@
 // visits, and each visit that leaves the choice as it was doubles the gap to the next (up to
 // max_every): a visit of drafting that loses costs more than its steps (each request's draft
 // catches up), so under a steady load the choice settles and its visits become rare; a visit
-// that changes the choice starts the gaps over. The session asks the gate only for steps that several
-// requests share, and it gates drafts only: grammar-forced text is free to find and stays the
-// controllers' call. A batch size not measured yet follows the nearest one that is, visiting
-// the other arm now and then, until its own arms are measured.
+// that changes the choice starts the gaps over. The session asks the gate only for steps that
+// several requests share, and it gates drafts only: grammar-forced text is free to find and
+// stays the controllers' call. A batch size not measured yet follows the nearest one that is,
+// visiting the other arm now and then, until its own arms are measured.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -56,9 +56,8 @@ struct DraftingGateConfig {
     double start_lead    = 0.05;
     double stop_lead     = 0.0;
     int    min_samples   = 12;   // per arm, before the arms are compared
-    int    fresh         = 8;    // the arm not chosen is rated on its last this many steps
     int    explore_every = 64;   // steps between visits of the arm not chosen ...
-    int    explore_len   = 4;    // ... of this many steps
+    int    explore_len   = 4;    // ... of this many steps (the arm not chosen: rated on two)
     double clear_lead    = 1.2;  // one arm this far ahead: the other is visited 4x less often
     int    max_every     = 1024; // the longest gap between visits, after the back-off
 };

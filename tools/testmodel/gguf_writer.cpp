@@ -73,7 +73,6 @@ void silence_end_tokens(std::vector<tensor_spec> & specs, const vocab_file & voc
     }
 }
 
-
 // Adds seeded random tensors for `specs` to `out` (which holds the metadata) and writes it
 // through a temporary file and a rename, so an interrupted run never leaves a truncated file.
 uint64_t write_with_weights(const std::string & path, gguf_context * out, const std::vector<tensor_spec> & specs,
