@@ -5,9 +5,12 @@
 // instead; this is what its readings' probes ran.
 //
 //   node bench/waves.mjs --specd BIN --models DIR --cells bench/mtp.json --pair mtp_09
-//        --arms on,off,on,k3,off [--streams 4] [--num-predict 128] [--same-prompts]
-// Arms: `on` (the adaptive depth), `off` (draft_num_predict 0), `kN` (draft_depth N, which
-// the drafting gate does not hold back), each with an optional `:S`, that wave's number of
+//        --arms on,off,on,k3,off [--streams 4] [--num-predict 128] [--same-prompts] [--no-draft]
+// --no-draft starts the server without the pair's draft (a head of the target's own nextn
+// layers still drafts): its `off` waves against a drafting server's measure what having a
+// drafter costs steps that do not draft. Arms: `on` (the adaptive depth), `off`
+// (draft_num_predict 0), `kN` (draft_depth N, which the drafting gate does not hold back),
+// each with an optional `:S`, that wave's number of
 // streams (at most --streams): `on:1,on,on:1,on` is the order bench/concurrency.mjs runs a
 // fresh server in (its warm-up, then a measured wave of each shape). Each wave's streams get
 // prompts of their own; a wave's prompts change after every `off` wave (so an on/off pair
@@ -31,6 +34,7 @@ const arms = opt('arms', 'on,off').split(',');
 const streams = Number(opt('streams', 4));
 const numPredict = Number(opt('num-predict', 128));
 const samePrompts = process.argv.includes('--same-prompts');
+const noDraft = process.argv.includes('--no-draft');
 if (!specdBin || !modelsDir || !pair) {
   console.error('usage: node bench/waves.mjs --specd BIN --models DIR --cells FILE --pair NAME --arms on,off,k3');
   process.exit(2);
@@ -43,9 +47,9 @@ const armOptions = (arm) => (arm.startsWith('k') ? { draft_depth: Number(arm.sli
 
 const { target, draft } = pairModels(modelsDir, pair, JSON.parse(fs.readFileSync(cellFile, 'utf8')).pairs[pair]);
 const store = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-waves-'));
-const server = await startSpecd({ bin: specdBin, modelsDir: store, name: 'pair', target, draft, numCtx: 1024,
+const server = await startSpecd({ bin: specdBin, modelsDir: store, name: 'pair', target, draft: noDraft ? undefined : draft, numCtx: 1024,
   env: { SPECD_NUM_PARALLEL: String(streams), SPECD_PROMPT_CACHE: '0' } });
-console.log(`${pair}: ${server.commandLine}`);
+console.log(`${pair}: ${server.commandLine}  -> threads ${JSON.stringify(server.threads)}`);
 try {
   let run = 0;
   for (const spec of arms) {

@@ -74,6 +74,9 @@ class RequestRun {
     bool open_round(int32_t room, bool may_draft = true, std::optional<int> batch_depth = std::nullopt);
     // Whether the round open or just decoded verifies drafts (forced text aside).
     bool round_has_drafts() const { return plan_.n_drafted() > 0; }
+    // Whether the drafting gate's answer changes this request's rounds: it may draft (it did
+    // not ask for none) at the controller's depth (a fixed depth is not held back).
+    bool gated() const { return opts_.draft_num_predict != 0 && !opts_.draft_fixed_k.has_value(); }
     // The open round's depth, and whether forced text is ahead of its drafts.
     int  round_depth() const { return plan_.k; }
     bool round_forced() const { return plan_.n_forced > 0; }

@@ -400,9 +400,17 @@ std::vector<SeqFinished> Session::step() {
     // one request's positions cost the others is what its cost model gets wrong.
     const int64_t step_t0   = now_ns();
     const int64_t tokens_t0 = live_.generated;
-    int generating = 0;
-    for (auto & r : runs_) generating += !r->ended() && !r->prefilling() ? 1 : 0;
-    const bool may_draft = generating < 2 || gate_.allow(generating);
+    int  generating = 0;
+    bool gated      = false; // some request generating may draft at its controller's depth
+    for (auto & r : runs_) {
+        if (r->ended() || r->prefilling()) continue;
+        ++generating;
+        gated = gated || r->gated();
+    }
+    // A step that no answer of the gate changes is not one of its visits (its steps still
+    // count as plain ones): in a step of requests that all asked for no drafts, a visit of
+    // drafting measured nothing, and it took the place of one that would have.
+    const bool may_draft = generating < 2 || !gated || gate_.allow(generating);
     const std::optional<int> depth = generating >= 2 && may_draft ? batch_depth(generating) : std::nullopt;
     batch_.clear();
     std::vector<RequestRun *> in_batch;
@@ -526,6 +534,8 @@ std::vector<SeqFinished> Session::step() {
                 for (RequestRun * r : in_batch) drafts = drafts || r->round_has_drafts();
                 gate_.observe(static_cast<int>(round_runs), drafts, double(live_.generated - tokens_t0),
                               double(now_ns() - step_t0) / 1e9, batch_.size());
+            } else if (!rounds_only) {
+                gate_.load_changed(); // a prompt read: the steps after it are not those before
             }
         }
     }

@@ -53,6 +53,40 @@ double DraftingGate::rate(int batch, bool drafted) const {
     return drafted ? batches_[i].draft.rate(config_.spike) : batches_[i].plain.rate(config_.spike);
 }
 
+double DraftingGate::lead(int batch) const {
+    const size_t i = size_t(std::max(1, batch) - 1);
+    return i < batches_.size() ? batches_[i].lead() : 0.0;
+}
+
+double DraftingGate::Batch::lead() const {
+    if (readings == 0) return 0.0;
+    if (readings == 1) return leads[0];
+    return (leads[0] + leads[1]) / 2.0;
+}
+
+void DraftingGate::read(Batch & b, double lead, bool alone) {
+    if (alone) b.readings = 0;
+    b.leads[size_t(b.readings % 2)] = lead;
+    ++b.readings;
+    const bool was = b.drafting;
+    b.drafting     = b.lead() >= 1.0 + (b.drafting ? config_.stop_lead : config_.start_lead);
+    b.backoff      = b.drafting == was ? b.backoff + 1 : 0;
+    b.chosen_at    = b.chosen().rate(config_.spike);
+    if (b.drafting != was) b.run = 0; // the steps before were the other arm's
+}
+
+void DraftingGate::read_visit(Batch & b) {
+    b.in_visit       = false;
+    const Arm &   o  = b.other();
+    const int64_t in = std::min<int64_t>(o.samples - b.visit_from, window);
+    const bool alone = b.look_now;
+    b.look_now       = false;
+    if (in <= 0 || b.reference <= 0.0) return; // none of its steps observed (they read prompts too)
+    const double visit = o.rate(config_.spike, int(in));
+    if (visit <= 0.0) return;
+    read(b, b.drafting ? b.reference / visit : visit / b.reference, alone);
+}
+
 const DraftingGate::Batch * DraftingGate::nearest_decided(int batch) const {
     const Batch * best = nullptr;
     int           gap  = 0;
@@ -76,47 +110,60 @@ bool DraftingGate::allow(int batch) {
         // two at a time: learning them apart drafted in those steps for many waves, each one
         // catching every sequence's draft up (4-stream waves of e3_06 on 2 cores: 120-150 ms
         // against a 65 ms plain step), for steps too few to gain anything.
-        if (const Batch * n = nearest_decided(batch)) return visiting(b, config_.explore_every) != n->drafting;
-        // None measured: drafting and plain steps in turn, so that both arms fill over the
-        // same stretch of time (a controller parked at 0 fills the plain one anyway).
-        if (b.plain.samples >= config_.min_samples) return true;
+        if (const Batch * n = nearest_decided(batch)) return visiting(b, config_.explore_every, true) != n->drafting;
+        // None measured: drafting and plain steps in turn, so that the first reading compares
+        // steps of the same stretch of time and of the same lengths of context, also where
+        // one arm has steps already (a wave of requests that asked for no drafts: a step of
+        // e3_06 at 4 streams took 28 ms at the start of such a wave and 40 at its end, and
+        // drafting's first steps read against those last ones led by 15% where it was behind).
         return ++b.since_visit % 2 != 0;
     }
-    // The arm not chosen on its last visits only: its older steps may come from a slower or
-    // faster stretch of the machine's time than the chosen arm's window, which is the last
-    // steps.
-    const int    fresh      = std::min(2 * config_.explore_len, window);
-    const int    draft_last = b.decided && !b.drafting ? fresh : window;
-    const int    plain_last = b.decided && b.drafting ? fresh : window;
-    const double draft      = b.draft.rate(config_.spike, draft_last);
-    const double plain      = b.plain.rate(config_.spike, plain_last);
-    b.drafting = draft >= (1.0 + (b.drafting ? config_.stop_lead : config_.start_lead)) * plain;
-    const bool drafting_wins = b.drafting;
+    const int paired = std::min(2 * config_.explore_len, window);
     if (!b.decided) {
-        b.decided     = true;
-        b.since_visit = 0;
-        b.last_choice = drafting_wins;
+        // The first reading: each arm's last steps, which came in turn.
+        const int    last  = std::min(config_.min_samples, window);
+        const double draft = b.draft.rate(config_.spike, last);
+        const double plain = b.plain.rate(config_.spike, last);
+        b.decided          = true;
+        b.since_visit      = 0;
+        b.run              = 0;
+        if (plain > 0.0) read(b, draft / plain, true);
+        b.backoff = 0;
+    } else if (b.in_visit && b.visit_left == 0) {
+        read_visit(b); // its last step was observed after the last call
+    } else if (!b.in_visit && b.drafting && b.chosen_at > 0.0 &&
+               b.draft.rate(config_.spike) < (1.0 - config_.shift) * b.chosen_at) {
+        b.look_now = true; // drafting delivers less than at the last reading: plain steps, now
     }
     // Either arm far ahead: the other is visited 4x less often; and the gap doubles with every
     // visit that found the choice as it was.
-    const bool    clear = drafting_wins ? draft >= config_.clear_lead * plain : plain >= config_.clear_lead * draft;
-    const int64_t every = std::min<int64_t>(int64_t(clear ? 4 : 1) * config_.explore_every << std::min(b.backoff, 16),
+    const double  lead  = b.lead();
+    const bool    clear = b.drafting ? lead >= config_.clear_lead : lead * config_.clear_lead <= 1.0;
+    const int64_t every = b.look_now ? 0
+                        : std::min<int64_t>(int64_t(clear ? 4 : 1) * config_.explore_every << std::min(b.backoff, 16),
                                             std::max(config_.max_every, config_.explore_every));
+    // A visit is read against the chosen arm's steps right before it: it waits until there
+    // are enough of them since the load last changed.
     const bool visit_on = b.visit_left > 0;
-    const bool visit    = visiting(b, every);
-    if (visit && !visit_on) { // a visit starts
-        b.backoff     = drafting_wins == b.last_choice ? b.backoff + 1 : 0;
-        b.last_choice = drafting_wins;
+    const bool visit    = visiting(b, every, b.run >= paired);
+    if (visit && !visit_on && !b.in_visit) { // a visit starts
+        b.in_visit   = true;
+        b.visit_from = b.other().samples;
+        b.reference  = b.chosen().rate(config_.spike, paired);
     }
-    return visit != drafting_wins;
+    return visit != b.drafting;
 }
 
-bool DraftingGate::visiting(Batch & b, int64_t every) const {
+bool DraftingGate::visiting(Batch & b, int64_t every, bool ready) const {
     if (b.visit_left > 0) {
         --b.visit_left;
         return true;
     }
-    if (++b.since_visit < every) return false;
+    if (b.since_visit <= every + window) ++b.since_visit;
+    if (b.since_visit < every) return false;
+    // Due: it waits for the steps it is read against, but not for ever (a load whose requests
+    // come every few steps would keep the choice unchecked).
+    if (!ready && b.since_visit <= every + window) return false;
     b.since_visit = 0;
     b.visit_left  = config_.explore_len - 1;
     return true;
@@ -124,7 +171,16 @@ bool DraftingGate::visiting(Batch & b, int64_t every) const {
 
 void DraftingGate::observe(int batch, bool drafted, double tokens, double seconds, int positions) {
     if (batch <= 0 || seconds <= 0.0 || tokens < 0.0 || positions <= 0) return;
-    (drafted ? at(batch).draft : at(batch).plain).add(tokens, seconds, positions);
+    Batch & b = at(batch);
+    if (batch != last_batch_) b.run = 0; // other requests than its last steps'
+    last_batch_ = batch;
+    (drafted ? b.draft : b.plain).add(tokens, seconds, positions);
+    if (b.decided && drafted == b.drafting) ++b.run;
+}
+
+void DraftingGate::load_changed() {
+    for (Batch & b : batches_) b.run = 0;
+    last_batch_ = 0;
 }
 
 } // namespace specd::spec

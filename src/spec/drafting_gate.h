@@ -20,20 +20,29 @@
 // (a step log of a wave: 476 tokens in 4.45 s of drafting steps, 504 in 4.33 s of plain
 // ones), and it drafted for whole waves.
 //
-// The arm not chosen is rated on its last two visits (2 x explore_len steps): the machine's
-// speed drifts (a fresh server's first waves ran plain steps of e3_06 at 4 streams in 35-58 ms,
-// later ones in 30-36), and judged on its whole window, the early samples of the arm not
-// chosen kept it at 109-113 tokens/s while its visits delivered 130: drafting went on for a
-// wave that plain steps ran 7% faster. Until both arms are measured, the steps alternate
-// between them, so that both see the same stretch of the machine's time.
+// The arms are compared in pairs of the same moment: each visit of the arm not chosen (a few
+// steps now and then: the costs may change) is read against the chosen arm's steps right
+// before it, of the same requests (none read a prompt in between), and the choice changes
+// only on those readings (the mean of the last two). A step's cost drifts with the machine's
+// speed and with the requests' lengths of context (e3_06's plain steps at 4 streams took
+// 28-33 ms at the start of a wave and 35-43 at its end on the 2-core machine), so an arm's
+// rate from another stretch of steps says more about those than about the arm: with the arm
+// not chosen rated on its last visits against the chosen arm's latest steps, plain steps slowed
+// at the end of a wave of requests that asked for no drafts read drafting's visit from a faster
+// stretch 13% ahead, and the next wave drafted throughout and delivered 6% less than the plain
+// wave beside it. Until both arms are measured, the steps alternate between them, so that the
+// first reading is of one stretch too. Drafting chosen that delivers `shift` less than at the
+// last reading calls a visit of plain steps at once, read alone: what changed may be the arm
+// (a text its drafts stop matching), and plain steps cost a visit nothing more than their own.
 //
-// The choice has hysteresis (start_lead, stop_lead). The arm not chosen is visited for a few
-// steps now and then (the costs may change); the further ahead the chosen arm, the rarer the
-// visits, and each visit that leaves the choice as it was doubles the gap to the next (up to
-// max_every): a visit of drafting that loses costs more than its steps (each request's draft
-// catches up), so under a steady load the choice settles and its visits become rare; a visit
-// that changes the choice starts the gaps over. The session asks the gate only for steps that
-// several requests share, and it gates drafts only: grammar-forced text is free to find and
+// The choice has hysteresis (start_lead, stop_lead). The further ahead the chosen arm, the
+// rarer the visits, and each visit that leaves the choice as it was doubles the gap to the
+// next (up to max_every): a visit of drafting that loses costs more than its steps (each
+// request's draft catches up), so under a steady load the choice settles and its visits
+// become rare; a visit that changes the choice starts the gaps over. The session asks the gate
+// only for steps that several requests share and in which some request may draft (a step of
+// requests that all asked for no drafts neither visits nor counts towards one; its steps are
+// plain ones all the same), and it gates drafts only: grammar-forced text is free to find and
 // stays the controllers' call. A batch size not measured yet follows the nearest one that is,
 // visiting the other arm now and then, until its own arms are measured.
 #include <algorithm>
@@ -49,17 +58,18 @@ struct DraftingGateConfig {
     // stops when it falls below (1 + stop_lead) x plain's. Drafting that only matches plain
     // steps still loses over a request's life (its ends come at different steps and the batch
     // thins out; each draft first reads the prompt), so it stops where it no longer leads. And
-    // it starts only on a clear lead: the arm not chosen is rated on its last 8 steps, and
-    // drafting steps vary (e3_06 at 4 streams: 5-8 tokens in 45-50 ms), so a visit reads a few
-    // percent high or low by chance; with a start at 1.03x, fresh servers' waves switched to
-    // drafting for whole waves that delivered 7% less than plain ones.
+    // it starts only on a clear lead: a reading rests on a visit of 4 steps, and drafting
+    // steps vary (e3_06 at 4 streams: 5-8 tokens in 45-50 ms), so a visit reads a few percent
+    // high or low by chance; with a start at 1.03x, fresh servers' waves switched to drafting
+    // for whole waves that delivered 7% less than plain ones.
     double start_lead    = 0.05;
     double stop_lead     = 0.0;
     int    min_samples   = 12;   // per arm, before the arms are compared
     int    explore_every = 64;   // steps between visits of the arm not chosen ...
-    int    explore_len   = 4;    // ... of this many steps (the arm not chosen: rated on two)
+    int    explore_len   = 4;    // ... of this many steps (read against 2x as many before it)
     double clear_lead    = 1.2;  // one arm this far ahead: the other is visited 4x less often
     int    max_every     = 1024; // the longest gap between visits, after the back-off
+    double shift         = 0.1;  // drafting chosen delivering this much less: a visit now
 };
 
 class DraftingGate {
@@ -71,11 +81,16 @@ class DraftingGate {
     // What a step of `batch` generating requests did: whether any round drafted or verified
     // forced text, the tokens committed, the step's seconds and the positions it decoded.
     // Steps that also evaluated prompt chunks or images are not observed (their time is not
-    // the rounds').
+    // the rounds'): load_changed() instead, since the steps after them run other requests, or
+    // the same ones at other lengths of context.
     void observe(int batch, bool drafted, double tokens, double seconds, int positions);
+    void load_changed();
 
-    // The measured rate of one arm (tokens per second), 0 until it has a sample.
+    // The measured rate of one arm (tokens per second) over its window, 0 until it has a
+    // sample; and drafting's lead over plain steps that the choice rests on (the mean of its
+    // readings), 0 until both arms are measured.
     double rate(int batch, bool drafted) const;
+    double lead(int batch) const;
 
     static constexpr int window = 32; // samples kept per arm
 
@@ -95,20 +110,42 @@ class DraftingGate {
         int  since_visit = 0; // steps on the chosen arm since the last visit of the other
         int  visit_left  = 0; // steps of the current visit still to go
         int  backoff     = 0; // visits in a row that left the choice as it was
-        bool last_choice = false; // the choice when the last visit started
         bool drafting    = false; // the choice
         bool decided     = false; // both arms measured: visits count from here
+        // The chosen arm's steps observed in a row since the load last changed (load_changed,
+        // another batch size in between, the choice changed): those a visit is read against.
+        int     run        = 0;
+        // A visit under way, or over and not read yet: the other arm's sample count and the
+        // chosen arm's rate (its last 2 x explore_len steps) when it started.
+        bool    in_visit   = false;
+        int64_t visit_from = 0;
+        double  reference  = 0.0;
+        bool    look_now   = false; // drafting's rate fell: a visit at once, its reading alone
+        // The last two readings (drafting's rate / plain's), the newest at [readings % 2], and
+        // the chosen arm's window rate at the newest.
+        std::array<double, 2> leads{};
+        int                   readings  = 0;
+        double                chosen_at = 0.0;
+        Arm &       chosen() { return drafting ? draft : plain; }
+        Arm &       other() { return drafting ? plain : draft; }
+        double      lead() const;
     };
 
     Batch & at(int batch);
+    // A reading of drafting's lead; `alone`: the ones before it no longer count.
+    void read(Batch & b, double lead, bool alone);
+    // The visit that just ended, read against the chosen arm's steps before it: the choice
+    // may change.
+    void read_visit(Batch & b);
     // Whether this step visits the arm not chosen: the rest of a visit under way, or a new one
-    // of explore_len steps once `every` steps went by on the chosen arm.
-    bool visiting(Batch & b, int64_t every) const;
+    // of explore_len steps once `every` steps went by on the chosen arm and it is `ready`.
+    bool visiting(Batch & b, int64_t every, bool ready) const;
     // The decided batch size nearest to `batch` (another one), nullptr when none is.
     const Batch * nearest_decided(int batch) const;
 
     DraftingGateConfig config_;
     std::vector<Batch> batches_; // [batch size - 1]
+    int                last_batch_ = 0; // of the last step observed
 };
 
 } // namespace specd::spec

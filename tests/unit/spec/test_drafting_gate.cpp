@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using specd::spec::DraftingGate;
 
 namespace {
@@ -208,4 +210,93 @@ TEST(DraftingGate, AlternatesArmsUntilBothAreMeasured) {
         gate.observe(2, draft, 100.0, 1.0, draft ? 4 : 2);
         last = draft;
     }
+}
+
+// The arms are compared at the same moment: when the machine slows down between visits
+// (e3_06's plain steps at 4 streams went from 33 to 43 ms within a wave of requests that asked
+// for no drafts), drafting's last visit, from the faster stretch, does not switch the next
+// wave to drafting that is as far behind plain steps as before (it did: 110.7 tokens/s read
+// against plain's 98.2, and the wave delivered 6% less than the plain wave beside it).
+TEST(DraftingGate, ComparesTheArmsAtTheSameMoment) {
+    DraftingGate gate;
+    play(gate, 4, 95.0, 100.0, 300);
+    ASSERT_LT(play(gate, 4, 95.0, 100.0, 100), 10);
+    // A wave that the gate is not asked for: plain steps, on a machine 20% slower.
+    for (int i = 0; i < 120; ++i) gate.observe(4, false, 80.0, 1.0, 4);
+    EXPECT_LT(play(gate, 4, 76.0, 80.0, 200), 10);
+}
+
+// Drafting that delivers less than at the last reading calls a visit of plain steps now, not
+// after a gap grown long: drafting that paid by 30% and falls to 90% of plain steps stops
+// within a visit.
+TEST(DraftingGate, LooksAgainWhenDraftingDeliversLess) {
+    DraftingGate gate;
+    play(gate, 4, 130.0, 100.0, 3000); // visits backed off to the longest gap
+    ASSERT_GT(play(gate, 4, 130.0, 100.0, 200), 195);
+    EXPECT_LT(play(gate, 4, 90.0, 100.0, 200), 40);
+}
+
+namespace {
+
+// Waves of `steps` steps at 4 streams, each starting with its prompts read: a step costs more
+// as the requests' contexts grow (a plain step delivers `start` tokens per second at a wave's
+// start and `end` at its end), drafting delivers `lead` x plain steps at the same point.
+// Returns the drafting steps after the first `learn` waves, and their count in `steps_out`.
+int waves(DraftingGate & gate, int n, int steps, double start, double end, double lead, int learn, int & steps_out) {
+    int drafted = 0;
+    steps_out   = 0;
+    for (int wave = 0; wave < n; ++wave) {
+        gate.load_changed();
+        for (int i = 0; i < steps; ++i) {
+            const double plain = start + (end - start) * i / std::max(steps - 1, 1);
+            const bool   draft = gate.allow(4);
+            gate.observe(4, draft, draft ? lead * plain : plain, 1.0, draft ? 8 : 4);
+            if (wave >= learn) {
+                drafted += draft ? 1 : 0;
+                ++steps_out;
+            }
+        }
+    }
+    return drafted;
+}
+
+} // namespace
+
+// A visit is read against the chosen arm's steps right before it, of the same requests: a
+// visit due at a wave's start waits for some of the new wave's steps, since those before are
+// the last wave's, at its longest contexts (e3_06's plain steps at 4 streams: 28-33 ms at a
+// wave's start, 35-43 at its end), against which drafting 5% behind leads by 27%.
+TEST(DraftingGate, ReadsAVisitAgainstTheStepsRightBeforeIt) {
+    int until = 0; // plain steps to the first visit, drafting 5% behind
+    {
+        DraftingGate probe;
+        play(probe, 4, 95.0, 100.0, 40);
+        for (; !probe.allow(4); ++until) probe.observe(4, false, 100.0, 1.0, 4);
+    }
+    DraftingGate gate;
+    play(gate, 4, 95.0, 100.0, 40);
+    ASSERT_EQ(play(gate, 4, 95.0, 100.0, until), 0); // the next step is due to visit
+    for (int i = 0; i < 8; ++i) gate.observe(4, false, 75.0, 1.0, 4); // the wave's last steps
+    gate.load_changed();                                               // the next one's prompts
+    EXPECT_LE(play(gate, 4, 95.0, 100.0, 200), 8);
+}
+
+// The first reading too: where plain steps are measured already (a wave of requests that
+// asked for no drafts, slowing as it went), drafting's first steps alternate with plain ones
+// of the same wave instead of being read against that wave's last, slowest steps.
+TEST(DraftingGate, LearnsFromStepsInTurnWhereOneArmHasSteps) {
+    DraftingGate gate;
+    for (int i = 0; i < 40; ++i) gate.observe(4, false, 100.0 - 25.0 * i / 39, 1.0, 4);
+    gate.load_changed();
+    EXPECT_LT(play(gate, 4, 90.0, 100.0, 200), 20); // 12 to learn, and a visit
+}
+
+// A load whose prompts come every few steps leaves a visit too few steps of the chosen arm
+// before it; it goes ahead all the same after a while, and finds drafting that pays.
+TEST(DraftingGate, VisitsUnderALoadThatChangesEveryFewSteps) {
+    DraftingGate gate;
+    int          steps = 0;
+    waves(gate, 100, 5, 100.0, 100.0, 0.8, 0, steps); // plain chosen
+    const int drafted = waves(gate, 1000, 5, 100.0, 100.0, 1.4, 500, steps);
+    EXPECT_GT(drafted, steps * 9 / 10);
 }
