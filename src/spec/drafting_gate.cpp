@@ -1,6 +1,7 @@
 #include "spec/drafting_gate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 
@@ -33,6 +34,17 @@ double DraftingGate::Arm::rate(double spike, int last) const {
         sec += seconds[i];
     }
     return sec > 0.0 ? tok / sec : 0.0;
+}
+
+std::pair<double, double> DraftingGate::Arm::totals(int last) const {
+    last       = std::clamp(last, 0, kept());
+    double tok = 0.0, sec = 0.0;
+    for (int n = 1; n <= last; ++n) {
+        const size_t i = size_t((samples - n) % window);
+        tok += tokens[i];
+        sec += seconds[i];
+    }
+    return {tok, sec};
 }
 
 DraftingGate::DraftingGate(DraftingGateConfig config) : config_(config) {
@@ -72,7 +84,10 @@ void DraftingGate::read(Batch & b, double lead, bool alone) {
     b.drafting     = b.lead() >= 1.0 + (b.drafting ? config_.stop_lead : config_.start_lead);
     b.backoff      = b.drafting == was ? b.backoff + 1 : 0;
     b.chosen_at    = b.chosen().rate(config_.spike);
-    if (b.drafting != was) b.run = 0; // the steps before were the other arm's
+    if (b.drafting != was) {
+        b.run        = 0;   // the steps before were the other arm's
+        b.visit_loss = 0.0; // a visit of the other arm is another cost
+    }
 }
 
 void DraftingGate::read_visit(Batch & b) {
@@ -84,6 +99,8 @@ void DraftingGate::read_visit(Batch & b) {
     if (in <= 0 || b.reference <= 0.0) return; // none of its steps observed (they read prompts too)
     const double visit = o.rate(config_.spike, int(in));
     if (visit <= 0.0) return;
+    const auto [tok, sec] = o.totals(int(in)); // what the visit cost, its catching up too
+    b.visit_loss          = std::max(0.0, sec - tok / b.reference);
     read(b, b.drafting ? b.reference / visit : visit / b.reference, alone);
 }
 
@@ -139,9 +156,13 @@ bool DraftingGate::allow(int batch) {
     // visit that found the choice as it was.
     const double  lead  = b.lead();
     const bool    clear = b.drafting ? lead >= config_.clear_lead : lead * config_.clear_lead <= 1.0;
-    const int64_t every = b.look_now ? 0
-                        : std::min<int64_t>(int64_t(clear ? 4 : 1) * config_.explore_every << std::min(b.backoff, 16),
-                                            std::max(config_.max_every, config_.explore_every));
+    const int64_t most  = std::max(config_.max_every, config_.explore_every);
+    int64_t       every = std::min<int64_t>(int64_t(clear ? 4 : 1) * config_.explore_every << std::min(b.backoff, 16), most);
+    // And far enough apart that the visits cost at most visit_budget of the steps between.
+    if (b.visit_loss > 0.0 && b.step_s > 0.0 && config_.visit_budget > 0.0) {
+        every = std::max(every, std::min(most, int64_t(std::ceil(b.visit_loss / (config_.visit_budget * b.step_s)))));
+    }
+    if (b.look_now) every = 0;
     // A visit is read against the chosen arm's steps right before it: it waits until there
     // are enough of them since the load last changed.
     const bool visit_on = b.visit_left > 0;
@@ -150,6 +171,7 @@ bool DraftingGate::allow(int batch) {
         b.in_visit   = true;
         b.visit_from = b.other().samples;
         b.reference  = b.chosen().rate(config_.spike, paired);
+        b.step_s     = b.chosen().totals(paired).second / std::max(1, std::min(paired, b.chosen().kept()));
     }
     return visit != b.drafting;
 }

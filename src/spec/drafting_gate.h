@@ -48,6 +48,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace specd::spec {
@@ -70,6 +71,12 @@ struct DraftingGateConfig {
     double clear_lead    = 1.2;  // one arm this far ahead: the other is visited 4x less often
     int    max_every     = 1024; // the longest gap between visits, after the back-off
     double shift         = 0.1;  // drafting chosen delivering this much less: a visit now
+    // Visits cost at most this share of the chosen arm's time: the gap after a visit is at
+    // least what it lost over this share of a step. A visit of drafting among plain steps
+    // pays each sequence's catching up (e3_06 at 4 streams: its first step 88-157 ms against
+    // 45-50 for the others and 30-35 for a plain one, about 60 ms lost in all): every 64 plain
+    // steps, 3% of their time, and one in nearly every 4-stream wave.
+    double visit_budget  = 0.01;
 };
 
 class DraftingGate {
@@ -104,6 +111,8 @@ class DraftingGate {
         void   add(double tok, double s, int pos);
         // Over the last `last` samples kept; a stall is judged against the whole window.
         double rate(double spike, int last = window) const;
+        // Over the last `last` samples kept, stalls and all: tokens, seconds.
+        std::pair<double, double> totals(int last) const;
     };
     struct Batch {
         Arm  draft, plain;
@@ -121,6 +130,10 @@ class DraftingGate {
         int64_t visit_from = 0;
         double  reference  = 0.0;
         bool    look_now   = false; // drafting's rate fell: a visit at once, its reading alone
+        double  step_s     = 0.0;   // the chosen arm's seconds a step over those steps
+        // The seconds the last visit lost against the chosen arm (its steps, its drafts
+        // catching up, against the time the chosen arm takes for as many tokens).
+        double  visit_loss = 0.0;
         // The last two readings (drafting's rate / plain's), the newest at [readings % 2], and
         // the chosen arm's window rate at the newest.
         std::array<double, 2> leads{};

@@ -300,3 +300,34 @@ TEST(DraftingGate, VisitsUnderALoadThatChangesEveryFewSteps) {
     const int drafted = waves(gate, 1000, 5, 100.0, 100.0, 1.4, 500, steps);
     EXPECT_GT(drafted, steps * 9 / 10);
 }
+
+namespace {
+
+// Drafting steps in 1000 steps at 4 streams, after the first 100, where drafting delivers 94%
+// of plain steps and a visit's first step takes `catch_up` seconds more (each sequence's
+// drafts catching up on the plain steps before it).
+int visits_costing(double catch_up) {
+    DraftingGate gate;
+    int          drafted = 0;
+    bool         last    = false;
+    for (int i = 0; i < 1000; ++i) {
+        const bool draft = gate.allow(4);
+        gate.observe(4, draft, draft ? 94.0 : 100.0, draft && !last && i > 40 ? 1.0 + catch_up : 1.0, draft ? 8 : 4);
+        drafted += i >= 100 && draft ? 1 : 0;
+        last = draft;
+    }
+    return drafted;
+}
+
+} // namespace
+
+// Visits are spaced by what they cost: at most visit_budget (1%) of the chosen arm's time. A
+// visit of drafting whose first step pays 5 steps' worth of catching up comes 500 steps after
+// the last at the soonest (one in the 900 steps after the first visit); one that pays nothing
+// as often as the back-off lets it (after 64, 128, 256 and 512 steps: three).
+TEST(DraftingGate, SpacesVisitsByWhatTheyCost) {
+    const int dear  = visits_costing(5.0);
+    const int cheap = visits_costing(0.0);
+    EXPECT_LE(dear, 4);
+    EXPECT_GE(cheap, 12);
+}
