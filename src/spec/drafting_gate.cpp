@@ -160,7 +160,8 @@ bool DraftingGate::allow(int batch) {
     int64_t       every = std::min<int64_t>(int64_t(clear ? 4 : 1) * config_.explore_every << std::min(b.backoff, 16), most);
     // And far enough apart that the visits cost at most visit_budget of the steps between.
     if (b.visit_loss > 0.0 && b.step_s > 0.0 && config_.visit_budget > 0.0) {
-        every = std::max(every, std::min(most, int64_t(std::ceil(b.visit_loss / (config_.visit_budget * b.step_s)))));
+        const double gap = std::ceil(b.visit_loss / (config_.visit_budget * b.step_s));
+        every            = std::max(every, int64_t(std::min(gap, double(most)))); // clamped before the cast
     }
     if (b.look_now) every = 0;
     // A visit is read against the chosen arm's steps right before it: it waits until there
