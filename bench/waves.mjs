@@ -10,16 +10,16 @@
 // layers still drafts): its `off` waves against a drafting server's measure what having a
 // drafter costs steps that do not draft. Arms: `on` (the adaptive depth), `off`
 // (draft_num_predict 0), `kN` (draft_depth N, which the drafting gate does not hold back),
-// each with an optional `:S`, that wave's number of
-// streams (at most --streams): `on:1,on,on:1,on` is the order bench/concurrency.mjs runs a
-// fresh server in (its warm-up, then a measured wave of each shape). Each wave's streams get
-// prompts of their own; a wave's prompts change after every `off` wave (so an on/off pair
-// runs the same text), or never with --same-prompts. Before each wave every sequence is made
-// to hold other text (servers.mjs flushSequences), so each wave evaluates its prompts in
-// full: without that, the waves after the first on a prompt set reused its prompts' KV and
-// read about 2% high against it (what bench/results/concurrency-mtp.md's third probe saw as
-// an order effect). Prints per wave: aggregate tokens/s (all tokens / wall time) and per
-// stream mean depth, drafted and accepted tokens.
+// each with an optional `:S`, that wave's number of streams (at most --streams):
+// `on:1,on,on:1,on` is the order bench/concurrency.mjs runs a fresh server in (its warm-up,
+// then a measured wave of each shape). Each wave's streams get prompts of their own; a
+// wave's prompts change after every `off` wave (so an on/off pair runs the same text), or
+// never with --same-prompts. Before each wave every sequence is made to hold other text
+// (servers.mjs flushSequences), so each wave evaluates its prompts in full: without that, the
+// waves after the first on a prompt set reused its prompts' KV and read about 2% high against
+// it (what bench/results/concurrency-mtp.md's third probe saw as an order effect). Prints per
+// wave: aggregate tokens/s (all tokens / wall time) and per stream mean depth, drafted and
+// accepted tokens.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,7 +47,8 @@ const armOptions = (arm) => (arm.startsWith('k') ? { draft_depth: Number(arm.sli
 
 const { target, draft } = pairModels(modelsDir, pair, JSON.parse(fs.readFileSync(cellFile, 'utf8')).pairs[pair]);
 const store = fs.mkdtempSync(path.join(os.tmpdir(), 'specd-waves-'));
-const server = await startSpecd({ bin: specdBin, modelsDir: store, name: 'pair', target, draft: noDraft ? undefined : draft, numCtx: 1024,
+const server = await startSpecd({ bin: specdBin, modelsDir: store, name: 'pair', target,
+  draft: noDraft ? undefined : draft, numCtx: 1024,
   env: { SPECD_NUM_PARALLEL: String(streams), SPECD_PROMPT_CACHE: '0' } });
 console.log(`${pair}: ${server.commandLine}  -> threads ${JSON.stringify(server.threads)}`);
 try {

@@ -36,15 +36,15 @@ double DraftingGate::Arm::rate(double spike, int last) const {
     return sec > 0.0 ? tok / sec : 0.0;
 }
 
-std::pair<double, double> DraftingGate::Arm::totals(int last) const {
-    last       = std::clamp(last, 0, kept());
-    double tok = 0.0, sec = 0.0;
-    for (int n = 1; n <= last; ++n) {
+DraftingGate::Arm::Sum DraftingGate::Arm::totals(int last) const {
+    Sum sum;
+    sum.steps = std::clamp(last, 0, kept());
+    for (int n = 1; n <= sum.steps; ++n) {
         const size_t i = size_t((samples - n) % window);
-        tok += tokens[i];
-        sec += seconds[i];
+        sum.tokens += tokens[i];
+        sum.seconds += seconds[i];
     }
-    return {tok, sec};
+    return sum;
 }
 
 DraftingGate::DraftingGate(DraftingGateConfig config) : config_(config) {
@@ -63,11 +63,6 @@ double DraftingGate::rate(int batch, bool drafted) const {
     const size_t i = size_t(std::max(1, batch) - 1);
     if (i >= batches_.size()) return 0.0;
     return drafted ? batches_[i].draft.rate(config_.spike) : batches_[i].plain.rate(config_.spike);
-}
-
-double DraftingGate::lead(int batch) const {
-    const size_t i = size_t(std::max(1, batch) - 1);
-    return i < batches_.size() ? batches_[i].lead() : 0.0;
 }
 
 double DraftingGate::Batch::lead() const {
@@ -99,8 +94,8 @@ void DraftingGate::read_visit(Batch & b) {
     if (in <= 0 || b.reference <= 0.0) return; // none of its steps observed (they read prompts too)
     const double visit = o.rate(config_.spike, int(in));
     if (visit <= 0.0) return;
-    const auto [tok, sec] = o.totals(int(in)); // what the visit cost, its catching up too
-    b.visit_loss          = std::max(0.0, sec - tok / b.reference);
+    const Arm::Sum cost = o.totals(int(in)); // what the visit cost, its catching up too
+    b.visit_loss        = std::max(0.0, cost.seconds - cost.tokens / b.reference);
     read(b, b.drafting ? b.reference / visit : visit / b.reference, alone);
 }
 
@@ -172,7 +167,8 @@ bool DraftingGate::allow(int batch) {
         b.in_visit   = true;
         b.visit_from = b.other().samples;
         b.reference  = b.chosen().rate(config_.spike, paired);
-        b.step_s     = b.chosen().totals(paired).second / std::max(1, std::min(paired, b.chosen().kept()));
+        const Arm::Sum before = b.chosen().totals(paired);
+        b.step_s              = before.seconds / std::max(1, before.steps);
     }
     return visit != b.drafting;
 }

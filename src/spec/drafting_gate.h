@@ -48,7 +48,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 namespace specd::spec {
@@ -94,10 +93,8 @@ class DraftingGate {
     void load_changed();
 
     // The measured rate of one arm (tokens per second) over its window, 0 until it has a
-    // sample; and drafting's lead over plain steps that the choice rests on (the mean of its
-    // readings), 0 until both arms are measured.
+    // sample.
     double rate(int batch, bool drafted) const;
-    double lead(int batch) const;
 
     static constexpr int window = 32; // samples kept per arm
 
@@ -111,8 +108,12 @@ class DraftingGate {
         void   add(double tok, double s, int pos);
         // Over the last `last` samples kept; a stall is judged against the whole window.
         double rate(double spike, int last = window) const;
-        // Over the last `last` samples kept, stalls and all: tokens, seconds.
-        std::pair<double, double> totals(int last) const;
+        // Over the last `last` samples kept (at most kept()), stalls and all.
+        struct Sum {
+            double tokens = 0.0, seconds = 0.0;
+            int    steps  = 0;
+        };
+        Sum totals(int last) const;
     };
     struct Batch {
         Arm  draft, plain;
