@@ -1,6 +1,7 @@
 #include "spec/batch_depth.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 
 namespace specd::spec {
@@ -9,6 +10,7 @@ BatchDepth::BatchDepth(BatchDepthConfig config) : config_(config) {
     config_.max_depth     = std::max(1, config_.max_depth);
     config_.explore_every = std::max(1, config_.explore_every);
     config_.explore_len   = std::max(1, config_.explore_len);
+    config_.explore_new   = std::max(1, config_.explore_new);
 }
 
 BatchDepth::Batch & BatchDepth::at(int batch) {
@@ -76,15 +78,22 @@ int BatchDepth::choose(int batch, const std::vector<std::vector<double>> & expec
         --b.visit_left;
         return std::clamp(b.visit_depth, 1, top);
     }
-    if (++b.since_visit < config_.explore_every) return best;
+    // The neighbours in the order of this visit (they take turns), those out of range left
+    // out; one with no time yet goes first and comes sooner.
+    std::vector<int> next;
+    for (int d : b.visit_up ? std::array{best + 1, best - 1} : std::array{best - 1, best + 1}) {
+        if (d >= 1 && d <= top) next.push_back(d);
+    }
+    if (next.empty()) return best;
+    if (next.size() == 2 && measured(next[0]) && !measured(next[1])) std::swap(next[0], next[1]);
+    const bool untimed = !measured(next[0]);
+    if (++b.since_visit < (untimed ? config_.explore_new : config_.explore_every)) return best;
     b.since_visit = 0;
-    int next      = b.visit_up ? best + 1 : best - 1;
-    if (next < 1 || next > top) next = b.visit_up ? best - 1 : best + 1;
-    b.visit_up = !b.visit_up;
-    if (next < 1 || next > top) return best;
-    b.visit_depth = next;
-    b.visit_left  = config_.explore_len - 1;
-    return next;
+    b.visit_up    = !b.visit_up;
+    b.visit_depth = next[0];
+    // A depth never stepped needs a step more: its first is not counted.
+    b.visit_left  = config_.explore_len - 1 + (b.depth[size_t(next[0])].stepped ? 0 : 1);
+    return next[0];
 }
 
 void BatchDepth::observe(int batch, int depth, double seconds) {
@@ -92,6 +101,10 @@ void BatchDepth::observe(int batch, int depth, double seconds) {
     Batch & b = at(batch);
     if (b.depth.size() <= size_t(depth)) b.depth.resize(size_t(depth) + 1);
     Timed & t = b.depth[size_t(depth)];
+    if (!t.stepped) {
+        t.stepped = true;
+        return;
+    }
     // The machine stalls now and then; one stalled step counted in full would move a depth's
     // time by a third.
     if (t.w >= config_.min_weight) seconds = std::min(seconds, config_.spike * t.mean());

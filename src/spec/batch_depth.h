@@ -18,7 +18,8 @@
 // nearest depth that was timed compares with its own), the shallowest within a few percent of
 // the best. Until a depth was timed at a batch size, that size's steps draft 1 (the cost
 // model alone is far off on a fresh server). Now and then it visits the depth next to its
-// choice, so a neighbour that got cheaper, or whose prediction was off, is measured.
+// choice, so a neighbour that got cheaper, or whose prediction was off, is measured; sooner
+// where that neighbour has no time yet.
 #include <functional>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct BatchDepthConfig {
     double spike         = 1.5;  // a step over spike x its depth's time counts at that bound
     int    explore_every = 32;   // steps between visits of a neighbouring depth ...
     int    explore_len   = 2;    // ... of this many steps
+    // ... or this many, where a neighbour has no time yet: its rate is the scaled prediction
+    // alone, which read gemma4's assistant at 4 streams (bench/heads.json's g4head09) 13%
+    // below what its steps delivered once timed.
+    int    explore_new   = 8;
     // A deeper depth must promise this share more tokens per second than the shallowest one
     // as good within it: the tokens are the controllers' estimates, which read deep positions
     // high (measured only behind accepted drafts). On bench/eagle3.json's e3_09 at 4 streams
@@ -51,7 +56,11 @@ class BatchDepth {
                const std::function<double(int)> & predicted);
 
     // A step of `batch` requests that all drafted `depth` took `seconds` (drafting, the
-    // target's decode and feeding a head: everything the depth changes).
+    // target's decode and feeding a head: everything the depth changes). The first step of a
+    // batch size and depth is not counted: the first decode of a shape pays what later ones
+    // do not (g4head09 at 4 streams: the first 16-position step's target decode took 198 ms,
+    // the ones after it 110-133), and a depth visited two steps at a time would carry that for
+    // a hundred steps.
     void observe(int batch, int depth, double seconds);
 
     // What steps of `batch` requests at `depth` took, as measured (0: not measured).
@@ -59,6 +68,7 @@ class BatchDepth {
 
   private:
     struct Timed {
+        bool   stepped = false; // its first step was seen (and not counted)
         double s = 0.0, w = 0.0;
         double mean() const { return w > 0.0 ? s / w : 0.0; }
     };

@@ -80,8 +80,7 @@ TEST(BatchDepth, ChoosesTheDepthWhoseTimedStepsDeliverMost) {
 TEST(BatchDepth, RatesDepthsNotTimedByTheNearestTimedOne) {
     const std::vector<std::vector<double>> expected(2, geometric(0.6, 8));
     BatchDepth                             choice;
-    choice.observe(2, 1, 2.0 * predicted(1));
-    choice.observe(2, 1, 2.0 * predicted(1));
+    for (int i = 0; i < 3; ++i) choice.observe(2, 1, 2.0 * predicted(1)); // the first is not counted
     int line = 1;
     for (int d = 1; d <= 8; ++d) {
         if (expected[0][size_t(d)] / predicted(d) > expected[0][size_t(line)] / predicted(line)) line = d;
@@ -121,7 +120,7 @@ TEST(BatchDepth, RequestsDraftAtMostTheirDeepest) {
     BatchDepth choice(BatchDepthConfig{.explore_every = 1000, .prefer_shallow = 0.0});
     EXPECT_EQ(choice.choose(3, {{1.0}, {1.0}, {1.0}}, predicted), 0);
     EXPECT_EQ(choice.choose(2, {}, predicted), 0);
-    for (int i = 0; i < 2; ++i) choice.observe(2, 1, predicted(1));
+    for (int i = 0; i < 3; ++i) choice.observe(2, 1, predicted(1));
     // One request reaches 2, the other 8: depth 2 and beyond cost the same per token to the
     // first, so the deeper one's acceptance decides.
     const int d = choice.choose(2, {geometric(0.99, 2), geometric(0.99, 8)}, predicted);
@@ -132,11 +131,13 @@ TEST(BatchDepth, RequestsDraftAtMostTheirDeepest) {
 
 // Until a depth was timed at a batch size its steps draft 1, whatever the cost model says:
 // on a fresh server it chose depths 2-4 at 4 streams where depth 1 delivered most. Once two
-// steps at depth 1 were timed (as the line predicts), the choice is the line's.
+// steps at depth 1 were timed (as the line predicts) after the first, which is not counted,
+// the choice is the line's.
 TEST(BatchDepth, DraftsOneUntilADepthWasTimed) {
     const std::vector<std::vector<double>> expected(4, geometric(0.87, 8));
     BatchDepth                             choice(BatchDepthConfig{.explore_every = 1000});
     EXPECT_EQ(choice.choose(4, expected, predicted), 1);
+    choice.observe(4, 1, 3.0 * predicted(1)); // a shape's first step: not counted
     choice.observe(4, 1, predicted(1));
     EXPECT_EQ(choice.choose(4, expected, predicted), 1); // one step is not a time yet
     choice.observe(4, 1, predicted(1));
@@ -162,7 +163,7 @@ TEST(BatchDepth, TakesTheShallowestDepthWithinAFewPercentOfTheBest) {
     const auto                             line     = [](int d) { return 0.5 + 0.5 * d; };
     BatchDepth                             shallow(BatchDepthConfig{.explore_every = 1000});
     BatchDepth exact(BatchDepthConfig{.explore_every = 1000, .prefer_shallow = 0.0});
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < 3; ++i) {
         shallow.observe(1, 1, line(1));
         exact.observe(1, 1, line(1));
     }
@@ -171,4 +172,47 @@ TEST(BatchDepth, TakesTheShallowestDepthWithinAFewPercentOfTheBest) {
     // 5% ahead is ahead.
     const std::vector<std::vector<double>> ahead = {{1.0, 2.0, 3.0, 4.2}};
     EXPECT_EQ(shallow.choose(1, ahead, line), 3);
+}
+
+// The first step of a batch size and depth pays for the shape's first decode: it is not
+// counted, however slow.
+TEST(BatchDepth, LeavesAShapesFirstStepOut) {
+    BatchDepth choice;
+    choice.observe(4, 2, 0.5);
+    EXPECT_EQ(choice.seconds(4, 2), 0.0);
+    choice.observe(4, 2, 0.1);
+    choice.observe(4, 2, 0.1);
+    EXPECT_NEAR(choice.seconds(4, 2), 0.1, 1e-12);
+    choice.observe(3, 2, 0.1); // each batch size its own
+    choice.observe(3, 2, 0.1);
+    EXPECT_EQ(choice.seconds(3, 2), 0.0);
+}
+
+// gemma4's assistant at 4 streams on the 2-core machine (bench/heads.json's g4head09, a step
+// log): the cost model's line, scaled by depth 1's steps, rates depth 3 below depth 2, yet
+// timed, depth 3's steps deliver most; and each depth's first step took 60 ms more than the
+// ones after it. A fresh batch size finds depth 3 within a few dozen steps and stays there.
+TEST(BatchDepth, FindsTheBestDepthSoonWhereTheLineRatesItLow) {
+    const std::vector<std::vector<double>> expected(4, geometric(0.85, 8));
+    constexpr std::array<double, 9> step = {0.090, 0.110, 0.1436, 0.162, 0.200, 0.240, 0.280, 0.320, 0.360};
+    const auto line = [](int d) { return 0.05 + 0.03 * d; };
+    ASSERT_EQ(best_depth(expected, step), 3);
+    // The line scaled by depth 1's steps rates depth 3 below depth 2.
+    std::array<double, 9> by_line{};
+    for (int d = 1; d <= 8; ++d) by_line[size_t(d)] = line(d) * step[1] / line(1);
+    ASSERT_LT(rate(expected, by_line, 3), rate(expected, by_line, 2));
+
+    BatchDepth          choice;
+    std::array<bool, 9> stepped{};
+    int                 on_best = 0;
+    for (int i = 0; i < 140; ++i) {
+        const int d = choice.choose(4, expected, line);
+        ASSERT_GE(d, 1);
+        ASSERT_LE(d, 8);
+        const double first = stepped[size_t(d)] ? 0.0 : 0.060;
+        stepped[size_t(d)] = true;
+        choice.observe(4, d, step[size_t(d)] + first);
+        if (i >= 40 && d == 3) ++on_best;
+    }
+    EXPECT_GE(on_best, 90); // of 100: visits of 2 steps every 32
 }
