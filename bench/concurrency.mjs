@@ -9,12 +9,16 @@
 // sent to the last answer received (what a client population sees). Single-stream tokens/s is
 // the same measure with one stream. Every run visits each engine in turn (1 stream, then N),
 // so a slow minute on a shared machine hits all alike, and the servers take turns, one at a
-// time unless --together (bench/turns.mjs); ratios are medians of per-run ratios, with their
-// range.
+// time unless --together (bench/turns.mjs). On each server's turn the waves go in --rounds
+// rounds, the engines sharing it taking turns in an order that reverses every round (specd
+// spec-on, spec-off, then spec-off, spec-on): on one server kept up, identical waves drifted
+// 20-30% over two minutes on the 2-core machine, so one pair of waves per run measured that
+// drift as much as the engines (bench/results/concurrency-eagle3.md). Ratios are medians of
+// the ratios of the waves measured in the same run and round, with their range.
 //
 //   node bench/concurrency.mjs --specd BIN --llama-server BIN --models DIR --out DIR
-//        [--streams 4] [--num-predict 128] [--runs 5] [--threads NPROC] [--pairs medium,cheap]
-//        [--together] [--spec-type draft-simple]
+//        [--streams 4] [--num-predict 128] [--runs 5] [--rounds 2] [--threads NPROC]
+//        [--pairs medium,cheap] [--together] [--spec-type draft-simple]
 // --spec-type is how llama-server drafts with the pairs' drafts: draft-simple for a draft
 // model, draft-eagle3 for an EAGLE3 head (bench/eagle3.json's pairs), draft-mtp for gemma4's
 // assistant or a model's own MTP layer (bench/mtp.json's pairs), draft-dflash for a DFlash head.
@@ -33,6 +37,7 @@ const outDir = opt('out', 'bench/results');
 const streams = Number(opt('streams', 4));
 const numPredict = Number(opt('num-predict', 128));
 const runs = Number(opt('runs', 5));
+const rounds = Number(opt('rounds', 2));
 const threads = Number(opt('threads', os.cpus().length));
 const pairs = opt('pairs', 'medium,cheap').split(',');
 const together = process.argv.includes('--together');
@@ -145,11 +150,13 @@ async function measurePair(pair, store) {
           for (const i of order) await wave({ ...engines[i], server }, 1, -1);
           for (const i of order) if (!engines[i].singleOnly) acc[i].cold.push(await wave({ ...engines[i], server }, streams, -1));
         }
-        for (let k = 0; k < members.length; ++k) {
-          const i = members[(k + run) % members.length];
-          const e = { ...engines[i], server };
-          acc[i].single.push(await wave(e, 1, run));
-          if (!e.singleOnly) acc[i].multi.push(await wave(e, streams, run));
+        for (let round = 0; round < rounds; ++round) {
+          for (let k = 0; k < members.length; ++k) {
+            const i = members[(k + run + round) % members.length];
+            const e = { ...engines[i], server };
+            acc[i].single.push(await wave(e, 1, run));
+            if (!e.singleOnly) acc[i].multi.push(await wave(e, streams, run));
+          }
         }
       });
       console.error(`${pair}: run ${run + 1}/${runs} done`);
@@ -171,7 +178,8 @@ async function measurePair(pair, store) {
     };
   });
   const by = Object.fromEntries(rows.map((r) => [r.engine, r]));
-  // Per-run ratios; against several engines, the one with the best median.
+  // Ratios of the waves of the same run and round; against several engines, the one with the
+  // best median.
   const paired = (a, bs, key) => {
     const per = bs.map((b) => by[a][key].map((v, i) => v / by[b][key][i]));
     const worst = per.reduce((w, r) => (w === null || median(r) < median(w) ? r : w), null);
@@ -209,7 +217,7 @@ async function main() {
     fs.rmSync(store, { recursive: true, force: true });
   }
 
-  const config = { pairs, streams, num_predict: numPredict, runs, threads, num_ctx_per_sequence: numCtx,
+  const config = { pairs, streams, num_predict: numPredict, runs, rounds, threads, num_ctx_per_sequence: numCtx,
                    machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}`, date: new Date().toISOString().slice(0, 10) };
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, `${reportName}.json`), JSON.stringify({ config, results }, null, 2) + '\n');
@@ -217,12 +225,15 @@ async function main() {
   const md = [
     '# Concurrency: aggregate decode throughput',
     '',
-    `\`scripts/bench.sh concurrency\` (\`node bench/concurrency.mjs --runs ${runs} --num-predict ${numPredict}` +
+    `\`scripts/bench.sh concurrency\` (\`node bench/concurrency.mjs --runs ${runs} --rounds ${rounds} --num-predict ${numPredict}` +
       `${specType === 'draft-simple' ? '' : ` --spec-type ${specType}`}\`): ` +
       `${streams} concurrent streams of ${numPredict} tokens at temperature 0 against one stream, on the bench pairs ` +
       `${pairs.join(', ')} of ${cellFile}. Machine: ${config.machine}. Date: ${config.date}.`,
     'Tokens/s are wall-clock: all tokens / time from the first request to the last answer; medians of ' +
-      `${runs} interleaved runs, [slowest-fastest run], after a warm-up on every fresh server: one wave of each shape ` +
+      `the waves of ${runs} interleaved runs, [slowest-fastest wave]: in each run every server measures ${rounds} ` +
+      'round(s) of waves, the engines that share a server taking turns in an order reversed every round, ' +
+      'and a ratio is the median of the ratios of waves of the same run and round, [lowest-highest]. ' +
+      `Every fresh server is warmed up first: one wave of each shape ` +
       `(1 stream, then ${streams}) per engine. The last ratio row is that warm-up's ${streams}-stream wave: the first one ` +
       "a specd server sees, while its drafting gate still learns whether drafting pays at that batch size.",
     'Both engines run with their prompt caches off (specd `SPECD_PROMPT_CACHE=0`, llama-server `--cache-ram 0`): ' +

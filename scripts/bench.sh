@@ -19,7 +19,7 @@
 # `scripts/bench.sh cache [--prefix-tokens N] [--runs N]` times the first token with a long
 # shared prefix, cold and restored by the prompt cache, against llama-server's prompt cache,
 # and a multi-turn chat's hit rate (bench/results/prompt-cache.md).
-# `scripts/bench.sh concurrency [--streams N] [--num-predict N] [--runs N] [--pairs A,B]`
+# `scripts/bench.sh concurrency [--streams N] [--num-predict N] [--runs N] [--rounds N] [--pairs A,B]`
 # compares the aggregate tokens/s of concurrent streams with one stream, specd against
 # llama-server --parallel N without a draft and at depths 3 and 8 (bench/results/concurrency.md);
 # `scripts/bench.sh concurrency bench/eagle3.json --pairs e3_06,e3_09 --spec-type draft-eagle3
