@@ -80,31 +80,39 @@ if(SPECD_SANITIZE MATCHES "thread")
   set(_openmp OFF)
 endif()
 
-# scripts/llama.sh's BUILD_CONFIG: a prefix staged with other flags (an older cache, e.g.
-# without TLS) is not used, whoever named it; the pinned one is prepared instead.
-if(_openmp)
-  set(_want_config "tls-rpc-omp")
-else()
-  set(_want_config "tls-rpc")
-endif()
 # ggml's CPU code for this machine (GGML_NATIVE, the default) or for any x86-64 with AVX2.
 set(SPECD_LLAMA_NATIVE "ON" CACHE STRING "Build the pinned llama.cpp for this machine's CPU (ON/OFF)")
-if(NOT SPECD_LLAMA_NATIVE)
-  string(APPEND _want_config "-portable")
+# The CUDA architecture list is part of the key (scripts/llama.sh).
+set(_cuda_arch "86")
+if(DEFINED ENV{CMAKE_CUDA_ARCHITECTURES} AND NOT "$ENV{CMAKE_CUDA_ARCHITECTURES}" STREQUAL "")
+  set(_cuda_arch $ENV{CMAKE_CUDA_ARCHITECTURES})
+endif()
+if(CMAKE_CUDA_ARCHITECTURES)
+  set(_cuda_arch ${CMAKE_CUDA_ARCHITECTURES})
+endif()
+if(_openmp)
+  set(_llama_env SPECD_LLAMA_OPENMP=ON)
+else()
+  set(_llama_env SPECD_LLAMA_OPENMP=OFF)
+endif()
+list(APPEND _llama_env SPECD_GPU=${SPECD_GPU})
+if(SPECD_LLAMA_NATIVE)
+  list(APPEND _llama_env SPECD_LLAMA_NATIVE=ON)
+else()
+  list(APPEND _llama_env SPECD_LLAMA_NATIVE=OFF)
 endif()
 if(SPECD_GPU STREQUAL "cuda")
-  # The architecture list is part of the key (scripts/llama.sh).
-  set(_cuda_arch "86")
-  if(DEFINED ENV{CMAKE_CUDA_ARCHITECTURES} AND NOT "$ENV{CMAKE_CUDA_ARCHITECTURES}" STREQUAL "")
-    set(_cuda_arch $ENV{CMAKE_CUDA_ARCHITECTURES})
-  endif()
-  if(CMAKE_CUDA_ARCHITECTURES)
-    set(_cuda_arch ${CMAKE_CUDA_ARCHITECTURES})
-  endif()
-  string(REGEX REPLACE "[^A-Za-z0-9]" "_" _cuda_key "${_cuda_arch}")
-  string(APPEND _want_config "-cuda${_cuda_key}")
-elseif(NOT SPECD_GPU STREQUAL "cpu")
-  string(APPEND _want_config "-${SPECD_GPU}")
+  list(APPEND _llama_env CMAKE_CUDA_ARCHITECTURES=${_cuda_arch})
+endif()
+
+# scripts/llama.sh's BUILD_CONFIG, as it names it: a prefix staged with other flags (an older
+# cache, e.g. without TLS) is not used, whoever named it; the pinned one is prepared instead.
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -E env ${_llama_env} bash ${CMAKE_SOURCE_DIR}/scripts/llama.sh config
+  OUTPUT_VARIABLE _want_config OUTPUT_STRIP_TRAILING_WHITESPACE
+  RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "scripts/llama.sh config failed (${_rc})")
 endif()
 set(_have_config "")
 if(SPECD_LLAMA_PREFIX AND EXISTS ${SPECD_LLAMA_PREFIX}/CONFIG)
@@ -119,20 +127,6 @@ if(SPECD_LLAMA_PREFIX AND (NOT _have_config STREQUAL _want_config OR NOT EXISTS 
 endif()
 if(NOT SPECD_LLAMA_PREFIX)
   message(STATUS "specd: preparing the pinned llama.cpp (cached after the first time)")
-  if(_openmp)
-    set(_llama_env SPECD_LLAMA_OPENMP=ON)
-  else()
-    set(_llama_env SPECD_LLAMA_OPENMP=OFF)
-  endif()
-  list(APPEND _llama_env SPECD_GPU=${SPECD_GPU})
-  if(SPECD_LLAMA_NATIVE)
-    list(APPEND _llama_env SPECD_LLAMA_NATIVE=ON)
-  else()
-    list(APPEND _llama_env SPECD_LLAMA_NATIVE=OFF)
-  endif()
-  if(SPECD_GPU STREQUAL "cuda")
-    list(APPEND _llama_env CMAKE_CUDA_ARCHITECTURES=${_cuda_arch})
-  endif()
   execute_process(
     COMMAND ${CMAKE_COMMAND} -E env ${_llama_env} bash ${CMAKE_SOURCE_DIR}/scripts/llama.sh build
     OUTPUT_VARIABLE _prefix OUTPUT_STRIP_TRAILING_WHITESPACE

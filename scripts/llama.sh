@@ -63,6 +63,20 @@ case "$gpu" in
     gpu_targets=(ggml-metal ggml-blas) ;;
   *) echo "[llama.sh] SPECD_GPU must be cpu, vulkan, cuda or metal, not '$gpu'" >&2; exit 2 ;;
 esac
+# GCC before 13 hands ldtilecfg an 8-byte operand (its amxtileintrin.h), so the compiler drops
+# the stores that fill in the tile configuration's rows and widths: ggml's AMX kernels, which
+# GGML_NATIVE turns on on Xeons with AMX (Sapphire Rapids and later), then load a configuration
+# of stack garbage and fault (a general protection fault, SIGSEGV) in the first product of
+# quantized weights over more than one row, a q8_0 model's prompt. With such a compiler ggml is
+# built without AMX (its AVX-512 kernels do that work); the key gains "-noamx".
+cpu_flags=""
+if [ "$(uname -m)" = x86_64 ]; then
+  gnuc="$("${CXX:-c++}" -dM -E -x c++ /dev/null 2>/dev/null | awk '$2 == "__clang__" { c = 1 } $2 == "__GNUC__" { v = $3 } END { if (!c) print v }')"
+  if [ -n "$gnuc" ] && [ "$gnuc" -lt 13 ]; then
+    BUILD_CONFIG="$BUILD_CONFIG-noamx"
+    cpu_flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  fi
+fi
 key="llama-${LLAMA_COMMIT}-${BUILD_CONFIG}"
 src_dir="$cache_root/llama-${LLAMA_COMMIT}/src"
 # The public headers, models and vendored code depend on the pin alone: staged once and shared
@@ -145,6 +159,7 @@ build_libs() {
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_MTMD=ON -DLLAMA_OPENSSL=ON \
     -DGGML_NATIVE="$native" -DGGML_OPENMP="$openmp" -DGGML_RPC=ON "${gpu_flags[@]}" \
+    -DCMAKE_C_FLAGS="$cpu_flags" -DCMAKE_CXX_FLAGS="$cpu_flags" \
     -DCMAKE_INSTALL_PREFIX="$prefix" >&2
   # Tools are configured only for llama.cpp's own RPC worker (ggml-rpc-server), which the tests
   # run beside `specd worker`; no other tool is built.
@@ -220,7 +235,8 @@ build_server() {
 
 case "${1:-build}" in
   source) fetch_source; echo "$src_dir" ;;
+  config) echo "$BUILD_CONFIG" ;;
   build)  fetch_source; apply_patches; build_libs; echo "$prefix" ;;
   server) fetch_source; build_server ;;
-  *) echo "usage: $0 [source|build|server]" >&2; exit 2 ;;
+  *) echo "usage: $0 [source|build|server|config]" >&2; exit 2 ;;
 esac
