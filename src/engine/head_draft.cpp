@@ -46,7 +46,10 @@ size_t HeadDraft::begin_prompt(KvSequence & kv, size_t common, bool in_place, bo
     // decode it again; the head's cache keeps what comes before it.
     const bool   dflash = ctx_->kind() == DraftKind::dflash;
     const size_t keep   = dflash ? common : common - 1;
-    kv.keep(keep);
+    if (!kv.keep(keep)) { // the prefix cannot be continued (KvSequence::window_held): start over
+        forget();
+        return 0;
+    }
     // A restored cache that ends short of them would leave a gap: start over instead.
     if (!in_place && *restored < kv.next_pos()) {
         forget();

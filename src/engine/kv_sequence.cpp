@@ -25,7 +25,8 @@ void KvSequence::appended_image(std::span<const llama_token> cells, llama_pos n_
 
 bool KvSequence::keep(size_t n) {
     n                    = std::min(n, tokens_.size());
-    const llama_pos from = n < positions_.size() ? positions_[n] : next_pos_;
+    const bool     tail  = n < tokens_.size();
+    const llama_pos from = tail ? positions_[n] : next_pos_;
     // Cells past the mirror (a round's rejected drafts) go too: everything from `from` on.
     if (!llama_memory_seq_rm(memory(), seq_, from, -1)) {
         clear();
@@ -34,7 +35,21 @@ bool KvSequence::keep(size_t n) {
     tokens_.resize(n);
     positions_.resize(n);
     next_pos_ = from;
+    if (tail && !window_held()) {
+        clear();
+        return false;
+    }
     return true;
+}
+
+bool KvSequence::window_held() const {
+    const int32_t n_swa = llama_model_n_swa(llama_get_model(ctx_));
+    if (n_swa <= 0 || tokens_.empty()) return true;
+    // The next token at next_pos_ attends to the cells from next_pos_ - n_swa + 1 on (a
+    // chunked window starts no earlier), and the cache holds a sequence's cells from its
+    // lowest position on without a gap.
+    const llama_pos lowest = llama_memory_seq_pos_min(memory(), seq_);
+    return lowest >= 0 && lowest <= std::max<llama_pos>(0, next_pos_ - n_swa + 1);
 }
 
 void KvSequence::clear() {

@@ -36,8 +36,8 @@ class KvSequence {
     void appended_image(std::span<const llama_token> cells, llama_pos n_pos);
 
     // Keeps the first `n` tokens and drops every cell after them (rolled-back drafts, a
-    // prompt that diverges). False when the memory cannot drop a tail (recurrent memory): the
-    // sequence is then emptied.
+    // prompt that diverges). False when the memory cannot drop a tail (recurrent memory), or
+    // when what stays cannot be continued (window_held): the sequence is then emptied.
     bool keep(size_t n);
     void clear();
 
@@ -53,6 +53,14 @@ class KvSequence {
 
   private:
     llama_memory_t memory() const { return llama_get_memory(ctx_); }
+    // A sliding-window model's cache (gemma's, SWA) forgets a sequence's cells once they fall
+    // out of the window of its newest position: llama.cpp hands them to the next tokens of any
+    // sequence. Dropping a tail after that (an answer's tokens, for a prompt that reuses the
+    // prompt before them; or a state saved with them) leaves a prefix whose own window is
+    // partly gone, and a decode after it reads attention without those cells: gemma4's
+    // fixture answered a reused 277-token prompt with other text from its first token. True
+    // when every cell the next position's window needs is still there.
+    bool window_held() const;
 
     llama_context *          ctx_;
     llama_seq_id             seq_;
