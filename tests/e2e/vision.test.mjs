@@ -232,8 +232,15 @@ for (const fam of FAMILIES) {
       const images = [b64(png(60, 40, 8)), b64(png(40, 60, 9))];
       const ask = (options, stream = false) => client.chat({ model: spec, stream, format: BBOX, options,
         messages: [{ role: 'user', content: 'Find the objects.', images }] });
+      // Both find the prompt in place after a first request and decode only its last token
+      // again. Evaluated right after the tests before, on the Xeon under load, the answer with
+      // speculation off read a near tie of this random-weight model the other way (a bbox
+      // number 445 against 8) in 2 of 3 full runs; ggml's CPU kernels are not batch- or
+      // layout-invariant (see the streamed chat above).
+      await ask(greedy(300, { draft_num_predict: 0 }));
       const off = await ask(greedy(300, { draft_num_predict: 0 }));
       const on = await ask(greedy(300, { draft_depth: 3 }));
+      assert.equal(on.prompt_eval_count, off.prompt_eval_count);
       assert.equal(off.done_reason, 'stop');
       const j = JSON.parse(off.message.content);
       assert.equal(j.objects.length, 3);
