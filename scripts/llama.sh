@@ -69,12 +69,19 @@ esac
 # of stack garbage and fault (a general protection fault, SIGSEGV) in the first product of
 # quantized weights over more than one row, a q8_0 model's prompt. With such a compiler ggml is
 # built without AMX (its AVX-512 kernels do that work); the key gains "-noamx".
+# On x86-64 ggml's f16 vector code (the attention's dot products with an f16 KV cache) is built
+# without AVX512-FP16: with it (-march=native on a Sapphire Rapids Xeon) those sums are kept in
+# half precision, one-token decodes and batches of positions then differed by 0.05 in a log
+# probability, and a greedy answer changed with speculation on (a verification's batch) and
+# off. Without it they are summed in f32, as on every other x86-64; the key gains "-nofp16".
 cpu_flags=""
 if [ "$(uname -m)" = x86_64 ]; then
+  BUILD_CONFIG="$BUILD_CONFIG-nofp16"
+  cpu_flags="-mno-avx512fp16"
   gnuc="$("${CXX:-c++}" -dM -E -x c++ /dev/null 2>/dev/null | awk '$2 == "__clang__" { c = 1 } $2 == "__GNUC__" { v = $3 } END { if (!c) print v }')"
   if [ -n "$gnuc" ] && [ "$gnuc" -lt 13 ]; then
     BUILD_CONFIG="$BUILD_CONFIG-noamx"
-    cpu_flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    cpu_flags="$cpu_flags -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   fi
 fi
 key="llama-${LLAMA_COMMIT}-${BUILD_CONFIG}"
