@@ -105,15 +105,21 @@ if(SPECD_GPU STREQUAL "cuda")
   list(APPEND _llama_env CMAKE_CUDA_ARCHITECTURES=${_cuda_arch})
 endif()
 
+# Runs `scripts/llama.sh COMMAND` in this build's environment; what it prints goes to OUT.
+function(specd_llama_sh command out)
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -E env ${_llama_env} bash ${CMAKE_SOURCE_DIR}/scripts/llama.sh ${command}
+    OUTPUT_VARIABLE _out OUTPUT_STRIP_TRAILING_WHITESPACE
+    RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "scripts/llama.sh ${command} failed (${_rc}); see its messages above")
+  endif()
+  set(${out} ${_out} PARENT_SCOPE)
+endfunction()
+
 # scripts/llama.sh's BUILD_CONFIG, as it names it: a prefix staged with other flags (an older
 # cache, e.g. without TLS) is not used, whoever named it; the pinned one is prepared instead.
-execute_process(
-  COMMAND ${CMAKE_COMMAND} -E env ${_llama_env} bash ${CMAKE_SOURCE_DIR}/scripts/llama.sh config
-  OUTPUT_VARIABLE _want_config OUTPUT_STRIP_TRAILING_WHITESPACE
-  RESULT_VARIABLE _rc)
-if(NOT _rc EQUAL 0)
-  message(FATAL_ERROR "scripts/llama.sh config failed (${_rc})")
-endif()
+specd_llama_sh(config _want_config)
 set(_have_config "")
 if(SPECD_LLAMA_PREFIX AND EXISTS ${SPECD_LLAMA_PREFIX}/CONFIG)
   file(STRINGS ${SPECD_LLAMA_PREFIX}/CONFIG _have_config LIMIT_COUNT 1)
@@ -127,13 +133,7 @@ if(SPECD_LLAMA_PREFIX AND (NOT _have_config STREQUAL _want_config OR NOT EXISTS 
 endif()
 if(NOT SPECD_LLAMA_PREFIX)
   message(STATUS "specd: preparing the pinned llama.cpp (cached after the first time)")
-  execute_process(
-    COMMAND ${CMAKE_COMMAND} -E env ${_llama_env} bash ${CMAKE_SOURCE_DIR}/scripts/llama.sh build
-    OUTPUT_VARIABLE _prefix OUTPUT_STRIP_TRAILING_WHITESPACE
-    RESULT_VARIABLE _rc)
-  if(NOT _rc EQUAL 0)
-    message(FATAL_ERROR "scripts/llama.sh failed (${_rc}); see its messages above")
-  endif()
+  specd_llama_sh(build _prefix)
   set(SPECD_LLAMA_PREFIX ${_prefix} CACHE PATH "" FORCE)
 endif()
 

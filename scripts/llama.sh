@@ -71,9 +71,9 @@ esac
 # built without AMX (its AVX-512 kernels do that work); the key gains "-noamx".
 # On x86-64 ggml's f16 vector code (the attention's dot products with an f16 KV cache) is built
 # without AVX512-FP16: with it (-march=native on a Sapphire Rapids Xeon) those sums are kept in
-# half precision, one-token decodes and batches of positions then differed by 0.05 in a log
-# probability, and a greedy answer changed with speculation on (a verification's batch) and
-# off. Without it they are summed in f32, as on every other x86-64; the key gains "-nofp16".
+# half precision, and a greedy answer changed with speculation on (a verification's batch) and
+# off at a token whose two best choices were 0.05 apart in log probability. Without it they are
+# summed in f32, as on every other x86-64; the key gains "-nofp16".
 cpu_flags=""
 if [ "$(uname -m)" = x86_64 ]; then
   BUILD_CONFIG="$BUILD_CONFIG-nofp16"
