@@ -75,13 +75,15 @@ esac
 # off at a token whose two best choices were 0.05 apart in log probability. Without it they are
 # summed in f32, as on every other x86-64; the key gains "-nofp16".
 cpu_flags=""
+amx_flags="" # also llama-server's (build_server)
 if [ "$(uname -m)" = x86_64 ]; then
   BUILD_CONFIG="$BUILD_CONFIG-nofp16"
   cpu_flags="-mno-avx512fp16"
   gnuc="$("${CXX:-c++}" -dM -E -x c++ /dev/null 2>/dev/null | awk '$2 == "__clang__" { c = 1 } $2 == "__GNUC__" { v = $3 } END { if (!c) print v }')"
   if [ -n "$gnuc" ] && [ "$gnuc" -lt 13 ]; then
     BUILD_CONFIG="$BUILD_CONFIG-noamx"
-    cpu_flags="$cpu_flags -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    amx_flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    cpu_flags="$cpu_flags $amx_flags"
   fi
 fi
 key="llama-${LLAMA_COMMIT}-${BUILD_CONFIG}"
@@ -218,11 +220,16 @@ stage_shared() {
 }
 
 # llama-server from the same tree, only for the benchmarks' side-by-side runs, built as its
-# users build it: upstream's default options (OpenMP, native CPU flags, OpenSSL), only the
-# targets narrowed (no tests, examples or web UI: the UI would be downloaded, and a benchmark
-# does not use it). Its own key: it does not depend on how specd's libraries are built.
+# users build it: upstream's default options (OpenMP, native CPU flags, AVX512-FP16 where the
+# CPU has it, OpenSSL), only the targets narrowed (no tests, examples or web UI: the UI would
+# be downloaded, and a benchmark does not use it). One exception, where the compiler needs it:
+# without AMX under GCC before 13 (see amx_flags), which otherwise builds a llama-server that
+# dies the same way (measured on a Sapphire Rapids Xeon with Debian 12's GCC 12: SIGILL at
+# `tilezero` in tinygemm_kernel_amx<block_q8_0>, its first speculative request on gemma4's
+# q8_0 fixture); the key then gains "-noamx". Its own key: it does not depend on how specd's
+# libraries are built otherwise.
 build_server() {
-  local server_key="llama-${LLAMA_COMMIT}-server-upstream"
+  local server_key="llama-${LLAMA_COMMIT}-server-upstream${amx_flags:+-noamx}"
   local server_build="$cache_root/$server_key/build"
   # Upstream builds shared libraries by default: the binary stays beside them.
   local bin="$server_build/bin/llama-server"
@@ -235,7 +242,8 @@ build_server() {
   cmake -S "$src_dir" -B "$server_build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >&2
+    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+    ${amx_flags:+-DCMAKE_C_FLAGS="$amx_flags" -DCMAKE_CXX_FLAGS="$amx_flags"} >&2
   cmake --build "$server_build" -j "$jobs" --target llama-server >&2
   echo "$bin"
 }
