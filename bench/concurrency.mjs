@@ -27,7 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { option as opt } from './options.mjs';
 import { shortenPaths as shorten, specdCommit } from './report.mjs';
-import { flushSequences, pairModels, startLlamaServer, startSpecd, streamPrompt } from './servers.mjs';
+import { flushSequences, llamaServerOptions, pairModels, startLlamaServer, startSpecd, streamPrompt } from './servers.mjs';
 import { threadChoices, turns, turnsSentence } from './turns.mjs';
 
 const specdBin = opt('specd');
@@ -238,7 +238,7 @@ async function main() {
       "a specd server sees, while its drafting gate still learns whether drafting pays at that batch size.",
     'Both engines run with their prompt caches off (specd `SPECD_PROMPT_CACHE=0`, llama-server `--cache-ram 0`): ' +
       "a run's single stream and the first of its concurrent streams send the same prompt, which a cache would not evaluate twice.",
-    `specd at commit ${specdCommit()}; llama-server built by \`scripts/llama.sh server\` with upstream's default options, ` +
+    `specd at commit ${specdCommit()}; llama-server built by \`scripts/llama.sh server\` with ${llamaServerOptions(llamaBin)}, ` +
       `\`-t ${threads}\`, draft threads at their default. ${turnsSentence(together)}`,
   ];
   if (shortWaves.length > 0) {

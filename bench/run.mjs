@@ -22,7 +22,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSpecd, startLlamaServer, generate, pairModels, residentMiB } from './servers.mjs';
+import { startSpecd, startLlamaServer, llamaServerOptions, generate, pairModels, residentMiB } from './servers.mjs';
 import { threadChoices, turns, turnsSentence } from './turns.mjs';
 import { b64, png } from '../tests/e2e/images.mjs';
 import { summarise, tables, markdown, shortenPaths, specdCommit, svg, write } from './report.mjs';
@@ -208,7 +208,7 @@ async function measureSet(opt, spec, pairName, set, cells, storeDir) {
 function howRun(opt) {
   return `specd at commit ${specdCommit()}, with its defaults: thread counts measured at load (shown after each command ` +
     'line, as /api/ps gave them after the load) and weights read into memory (Ollama\'s default for CPU loads). ' +
-    'llama-server is built by `scripts/llama.sh server` from the same pinned tree with upstream\'s default options ' +
+    `llama-server is built by \`scripts/llama.sh server\` from the same pinned tree with ${llamaServerOptions(opt['llama-server'])} ` +
     '(OpenMP on, shared libraries; only its tools narrowed to llama-server) and started as its users start it: ' +
     '`-t` the machine\'s CPU count (the count specd may use), draft threads, n-min and slots left at their defaults, ' +
     `weights mapped from the file (its default). ${turnsSentence(Boolean(opt.together))}`;

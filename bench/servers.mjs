@@ -105,6 +105,14 @@ async function loadedThreads(url, name) {
   return ps.models?.find((m) => m.name.startsWith(name))?.threads ?? null;
 }
 
+// How scripts/llama.sh built the llama-server at `bin`, for a report: its build key names
+// the one option it changes from upstream's (AMX off where the compiler is GCC before 13).
+export function llamaServerOptions(bin) {
+  return /-server-upstream-noamx\//.test(bin ?? '')
+    ? "upstream's default options except AMX, which scripts/llama.sh leaves out under GCC before 13 (its AMX kernels fault there)"
+    : "upstream's default options";
+}
+
 export async function startLlamaServer({ bin, target, draft, draftNMax, draftNMin, specType = 'draft-simple', threads, numCtx,
   parallel, mmproj, extraArgs = [] }) {
   const port = await freePort();
