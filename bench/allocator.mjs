@@ -21,6 +21,7 @@ import path from 'node:path';
 import { b64, png } from '../tests/e2e/images.mjs';
 import { option as opt } from './options.mjs';
 import { generate, startSpecd } from './servers.mjs';
+import { median } from './stats.mjs';
 
 const bins = opt('bins', '').split(',').filter(Boolean).map((b) => {
   const [name, bin] = b.split('=');
@@ -56,7 +57,6 @@ const target = path.resolve(opt('target') ?? path.join(fixtures, 'pair-target.gg
 const draft = path.resolve(opt('draft') ?? path.join(fixtures, 'pair-draft.gguf'));
 const mmproj = opt('mmproj') ? path.resolve(opt('mmproj')) : undefined;
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 // tokens/s: higher is better; seconds: lower is better (the ratio is then of times).
 // (A random-weight vision model ends on its end-of-generation token early now and then, so it
 // has no fixed-length decode cells.)

@@ -29,6 +29,7 @@ import { option as opt } from './options.mjs';
 import { shortenPaths as shorten, specdCommit } from './report.mjs';
 import { flushSequences, llamaServerOptions, pairModels, startLlamaServer, startSpecd, streamPrompt } from './servers.mjs';
 import { threadChoices, turns, turnsSentence } from './turns.mjs';
+import { median, range } from './stats.mjs';
 
 const specdBin = opt('specd');
 const llamaBin = opt('llama-server');
@@ -50,8 +51,6 @@ const numCtx = 1024; // per sequence
 // no draft file).
 const pairSpecs = JSON.parse(fs.readFileSync(cellFile, 'utf8')).pairs;
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const range = (xs) => [Math.min(...xs), Math.max(...xs)];
 
 async function llamaTokens(server) {
   const text = await (await fetch(`${server.url}/metrics`)).text();

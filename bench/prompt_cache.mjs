@@ -16,6 +16,7 @@ import path from 'node:path';
 import { option as opt } from './options.mjs';
 import { shortenPaths } from './report.mjs';
 import { startLlamaServer, startSpecd } from './servers.mjs';
+import { median } from './stats.mjs';
 
 const specdBin = opt('specd');
 const llamaBin = opt('llama-server');
@@ -43,7 +44,6 @@ function text(seed, n) {
   return out.join(' ');
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // One num_predict 1 request: wall seconds and the prompt tokens the server evaluated.
 async function first(server, prompt) {

@@ -3,8 +3,8 @@
 // tokens, draft counters, and how many answers matched the schema.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import { median } from './stats.mjs';
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const fmtRatio = (x) => (Number.isFinite(x) ? x.toFixed(2) + 'x' : '-');
 const fmtCount = (x) => (x === null || x === undefined ? '-' : Number.isInteger(x) ? String(x) : x.toFixed(1));
 const ratioHead = (r) => (r.target !== undefined ? `${r.name} (>=${r.target})` : r.name);

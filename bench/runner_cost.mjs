@@ -20,6 +20,7 @@ import path from 'node:path';
 import { option as opt } from './options.mjs';
 import { shortenPaths as shorten, specdCommit } from './report.mjs';
 import { startSpecd } from './servers.mjs';
+import { median, range } from './stats.mjs';
 
 const specdBin = opt('specd');
 const modelsDir = opt('models');
@@ -36,8 +37,6 @@ const kinds = [
   { name: 'streamed, spec-off', stream: true, spec: false },
   { name: 'streamed, spec-on', stream: true, spec: true },
 ];
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const range = (xs) => [Math.min(...xs), Math.max(...xs)];
 
 // CPU milliseconds of every thread of `pid` (schedstat's first field: nanoseconds on the CPU).
 function threadCpu(pid) {

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { option as opt } from './options.mjs';
 import { shortenPaths as shorten, specdCommit } from './report.mjs';
 import { freePort, generate, startSpecd } from './servers.mjs';
+import { median, range } from './stats.mjs';
 
 const specdBin = opt('specd');
 const modelsDir = opt('models');
@@ -25,8 +26,6 @@ const numPredict = Number(opt('num-predict', 128));
 const target = path.join(modelsDir, 'medium-target.gguf');
 const draft = path.join(modelsDir, 'medium-draft.gguf');
 const prompt = 'Write a long story about a lighthouse keeper and the ships she watched over.';
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const range = (xs) => [Math.min(...xs), Math.max(...xs)];
 const fmt = (x, d = 1) => x.toFixed(d);
 const live = new Set();
 process.on('exit', () => { for (const c of live) c.kill('SIGKILL'); });
