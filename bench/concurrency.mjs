@@ -29,6 +29,7 @@ import { option as opt } from './options.mjs';
 import { shortenPaths as shorten, specdCommit } from './report.mjs';
 import { flushSequences, llamaServerOptions, pairModels, startLlamaServer, startSpecd, streamPrompt } from './servers.mjs';
 import { threadChoices, turns, turnsSentence } from './turns.mjs';
+import { concurrencyRatios } from './concurrency_ratios.mjs';
 import { median, range } from './stats.mjs';
 
 const specdBin = opt('specd');
@@ -176,25 +177,7 @@ async function measurePair(pair, store) {
       scaling: multi.length ? median(multi) / median(single) : null,
     };
   });
-  const by = Object.fromEntries(rows.map((r) => [r.engine, r]));
-  // Ratios of the waves of the same run and round; against several engines, the one with the
-  // best median.
-  const paired = (a, bs, key) => {
-    const per = bs.map((b) => by[a][key].map((v, i) => v / by[b][key][i]));
-    const worst = per.reduce((w, r) => (w === null || median(r) < median(w) ? r : w), null);
-    return { value: median(worst), range: range(worst) };
-  };
-  const ratios = [
-    [`${streams} streams, specd spec-on / llama-server best of no-draft, k=3, k=8 (target >= 1.10)`,
-      paired('specd spec-on', ['llama-server no-draft', 'llama-server k=3', 'llama-server k=8'], 'aggregate_runs')],
-    [`${streams} streams, specd spec-off / llama-server no-draft`, paired('specd spec-off', ['llama-server no-draft'], 'aggregate_runs')],
-    [`${streams} streams, specd spec-on / specd spec-off (target >= 0.97)`, paired('specd spec-on', ['specd spec-off'], 'aggregate_runs')],
-    ['1 stream, specd spec-on / specd spec-off (target >= 0.97)', paired('specd spec-on', ['specd spec-off'], 'single_runs')],
-    ['1 stream, specd spec-on / llama-server best of k=3, k=8', paired('specd spec-on', ['llama-server k=3', 'llama-server k=8'], 'single_runs')],
-    [`1 stream, specd spec-on on ${streams} sequences / on 1`, paired('specd spec-on', ['specd spec-on, --parallel 1'], 'single_runs')],
-    [`${streams} streams, first wave on a fresh server (warm-up, drafting gate still learning), specd spec-on / specd spec-off`,
-      paired('specd spec-on', ['specd spec-off'], 'cold_runs')],
-  ];
+  const ratios = concurrencyRatios(rows, streams);
   for (const r of rows) {
     console.log(`${pair} ${r.engine.padEnd(30)} 1 stream ${r.single_tps.toFixed(1).padStart(7)}   ` +
       `${streams} streams ${r.aggregate_tps?.toFixed(1).padStart(7) ?? '      -'}`);
