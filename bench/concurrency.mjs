@@ -52,7 +52,6 @@ const numCtx = 1024; // per sequence
 // no draft file).
 const pairSpecs = JSON.parse(fs.readFileSync(cellFile, 'utf8')).pairs;
 
-
 async function llamaTokens(server) {
   const text = await (await fetch(`${server.url}/metrics`)).text();
   const m = text.match(/^llamacpp:tokens_predicted_total (\S+)$/m);

@@ -44,7 +44,6 @@ function text(seed, n) {
   return out.join(' ');
 }
 
-
 // One num_predict 1 request: wall seconds and the prompt tokens the server evaluated.
 async function first(server, prompt) {
   const t0 = performance.now();
